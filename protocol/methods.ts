@@ -1,0 +1,259 @@
+// The method table (DESIGN.md §3.1): every method is declared once, with its params and result
+// schemas and its policy. The daemon's router and the client's typed API are derived from it.
+import { any, arr, bool, int, nullable, obj, oneOf, opt, str, type Infer, type Schema } from './schema.js';
+import {
+  APPROVAL_POLICIES,
+  DECISIONS,
+  ON_CONTROLLER_LOST,
+  TURN_STATUSES,
+  epoch,
+  eventEnvelopeSchema,
+  seq,
+  sessionId,
+  sessionSchema,
+  timestamp,
+} from './types.js';
+
+export interface Policy {
+  /** The caller must hold the session's controller lease and pass its current `epoch`. */
+  readonly controller: boolean;
+  /** Changes state. Mutations are never retried blindly by the client library. */
+  readonly mutates: boolean;
+  /** Safe to repeat with the same params: the client library retries it after a reconnect. */
+  readonly idempotent: boolean;
+  /** Takes an `idempotencyKey` whose first result is remembered (see mutation/status). */
+  readonly idempotencyKey?: 'required' | 'optional';
+}
+
+export interface MethodSpec<P, R> {
+  readonly params: Schema<P>;
+  readonly result: Schema<R>;
+  readonly policy: Policy;
+  readonly summary: string;
+}
+
+function method<P, R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
+  return spec;
+}
+
+const READ: Policy = { controller: false, mutates: false, idempotent: true };
+const WRITE: Policy = { controller: true, mutates: true, idempotent: false };
+
+const idempotencyKey = () => str({ minLength: 1, maxLength: 128 });
+
+export const clientInfoSchema = obj({ name: str({ maxLength: 256 }), version: str({ maxLength: 64 }), pid: opt(int()) });
+
+export const limitsSchema = obj({ maxRequestBytes: int(), maxFrameBytes: int(), maxInputChars: int() });
+
+export const connectionStatusSchema = obj({
+  id: str(),
+  clientName: str(),
+  clientVersion: str(),
+  pid: opt(int()),
+  connectedAt: timestamp(),
+  queuedBytes: int({ min: 0 }),
+  subscriptions: arr(str()),
+});
+
+export const sessionStatusSchema = obj({
+  id: str(),
+  title: str(),
+  state: str(),
+  headSeq: seq(),
+  epoch: epoch(),
+  controller: nullable(
+    obj({ connectionId: str(), clientName: str(), pid: opt(int()), since: timestamp(), graceUntil: opt(timestamp()) }),
+  ),
+  observers: int({ min: 0 }),
+  runningTurnId: nullable(str()),
+  pendingApprovals: int({ min: 0 }),
+});
+
+export const daemonStatusSchema = obj({
+  running: bool(),
+  instanceId: str(),
+  pid: int(),
+  version: str(),
+  protocolVersion: int(),
+  startedAt: timestamp(),
+  uptimeMs: int({ min: 0 }),
+  endpoint: str(),
+  logFile: str(),
+  dataDir: str(),
+  idleTimeoutMs: int({ min: 0 }),
+  connections: arr(connectionStatusSchema),
+  sessions: arr(sessionStatusSchema),
+});
+export type DaemonStatus = Infer<typeof daemonStatusSchema>;
+
+export const initializeParamsSchema = obj({
+  protocolVersion: int(),
+  token: str({ maxLength: 1024 }),
+  clientInfo: clientInfoSchema,
+  instanceId: opt(str()),
+  capabilities: opt(obj({ optOutNotificationMethods: opt(arr(str(), { maxItems: 64 })) })),
+});
+
+export const initializeResultSchema = obj({
+  instanceId: str(),
+  connectionId: str(),
+  protocolVersion: int(),
+  daemon: obj({ version: str(), pid: int(), startedAt: timestamp() }),
+  limits: limitsSchema,
+  methods: arr(str()),
+});
+
+/** Client → daemon requests. */
+export const METHODS = {
+  initialize: method({
+    summary: 'The handshake; must be the first frame, within 2 s of connecting.',
+    params: initializeParamsSchema,
+    result: initializeResultSchema,
+    policy: { controller: false, mutates: false, idempotent: false },
+  }),
+  ping: method({
+    summary: 'Liveness check; answers the daemon clock.',
+    params: obj({}),
+    result: obj({ now: timestamp() }),
+    policy: READ,
+  }),
+  'daemon/status': method({
+    summary: 'What the daemon is doing: connections, sessions, leases, queues.',
+    params: obj({}),
+    result: daemonStatusSchema,
+    policy: READ,
+  }),
+  'daemon/shutdown': method({
+    summary: 'Shut the daemon down cleanly; clients are told with daemon/shuttingDown.',
+    params: obj({ reason: opt(str({ maxLength: 256 })) }),
+    result: obj({}),
+    policy: { controller: false, mutates: true, idempotent: true },
+  }),
+  'session/create': method({
+    summary: 'Create a session.',
+    params: obj({
+      title: opt(str({ maxLength: 256 })),
+      cwd: opt(str({ minLength: 1, maxLength: 4096 })),
+      engine: opt(str({ minLength: 1, maxLength: 64 })),
+      approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
+      onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
+      idempotencyKey: opt(idempotencyKey()),
+    }),
+    result: obj({ session: sessionSchema }),
+    policy: { controller: false, mutates: true, idempotent: false, idempotencyKey: 'optional' },
+  }),
+  'session/list': method({
+    summary: 'List sessions, newest first; archived ones only when asked.',
+    params: obj({ cursor: opt(str()), limit: opt(int({ min: 1, max: 1000 })), includeArchived: opt(bool()) }),
+    result: obj({ sessions: arr(sessionSchema), nextCursor: opt(str()) }),
+    policy: READ,
+  }),
+  'session/read': method({
+    summary: 'A session snapshot and its events after sinceSeq, paginated by count and bytes.',
+    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()), limit: opt(int({ min: 1, max: 100_000 })) }),
+    result: obj({ session: sessionSchema, events: arr(eventEnvelopeSchema), headSeq: seq(), nextSeq: opt(seq()) }),
+    policy: READ,
+  }),
+  'session/subscribe': method({
+    summary: 'Live events after sinceSeq: the backlog, then session/replayed, then live events.',
+    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()) }),
+    result: obj({ sessionId: sessionId(), headSeq: seq() }),
+    policy: { controller: false, mutates: false, idempotent: true },
+  }),
+  'session/unsubscribe': method({
+    summary: 'Stop receiving a session\'s events.',
+    params: obj({ sessionId: sessionId() }),
+    result: obj({}),
+    policy: READ,
+  }),
+  'session/rename': method({
+    summary: 'Rename a session (controller only).',
+    params: obj({ sessionId: sessionId(), epoch: epoch(), title: str({ maxLength: 256 }) }),
+    result: obj({ session: sessionSchema }),
+    policy: WRITE,
+  }),
+  'session/archive': method({
+    summary: 'Archive a session (controller only); it is hidden from session/list unless asked.',
+    params: obj({ sessionId: sessionId(), epoch: epoch() }),
+    result: obj({ session: sessionSchema }),
+    policy: WRITE,
+  }),
+  'lease/acquire': method({
+    summary: 'Become the session\'s controller; takeover demotes the holder; resumeToken reclaims in grace.',
+    params: obj({ sessionId: sessionId(), takeover: opt(bool()), resumeToken: opt(str({ maxLength: 256 })) }),
+    result: obj({ sessionId: sessionId(), epoch: epoch(), resumeToken: str(), graceMs: int({ min: 0 }) }),
+    policy: { controller: false, mutates: true, idempotent: false },
+  }),
+  'lease/release': method({
+    summary: 'Give up control of a session.',
+    params: obj({ sessionId: sessionId(), epoch: epoch() }),
+    result: obj({}),
+    policy: WRITE,
+  }),
+  'turn/start': method({
+    summary: 'Start a turn with the given input (controller only; one turn at a time).',
+    params: obj({ sessionId: sessionId(), epoch: epoch(), input: obj({ text: str() }), idempotencyKey: idempotencyKey() }),
+    result: obj({ turnId: str() }),
+    policy: { ...WRITE, idempotencyKey: 'required' },
+  }),
+  'turn/cancel': method({
+    summary: 'Cancel the running turn; answers once accepted. Completion is the turn.completed event.',
+    params: obj({ sessionId: sessionId(), epoch: epoch(), turnId: opt(str()) }),
+    result: obj({ turnId: str(), status: oneOf(TURN_STATUSES) }),
+    policy: { controller: true, mutates: true, idempotent: true },
+  }),
+  'mutation/status': method({
+    summary: 'What became of a mutation sent with an idempotency key.',
+    params: obj({ sessionId: sessionId(), idempotencyKey: idempotencyKey() }),
+    result: obj({ state: oneOf(['unknown', 'in_progress', 'done'] as const), result: opt(any('the mutation\'s result')) }),
+    policy: READ,
+  }),
+} as const;
+
+export type MethodName = keyof typeof METHODS;
+export type ParamsOf<M extends MethodName> = Infer<(typeof METHODS)[M]['params']>;
+export type ResultOf<M extends MethodName> = Infer<(typeof METHODS)[M]['result']>;
+export const METHOD_NAMES = Object.keys(METHODS) as MethodName[];
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.prototype.hasOwnProperty.call(METHODS, name);
+}
+
+/** Daemon → client requests that the client must answer. */
+export const SERVER_REQUESTS = {
+  'approval/request': method({
+    summary: 'The controller is asked to approve a command.',
+    params: obj({
+      sessionId: sessionId(),
+      approvalId: str(),
+      turnId: str(),
+      command: str(),
+      cwd: str(),
+      reason: opt(str()),
+    }),
+    result: obj({ decision: oneOf(DECISIONS) }),
+    policy: { controller: true, mutates: true, idempotent: true },
+  }),
+} as const;
+
+export type ServerRequestName = keyof typeof SERVER_REQUESTS;
+export type ServerParamsOf<M extends ServerRequestName> = Infer<(typeof SERVER_REQUESTS)[M]['params']>;
+export type ServerResultOf<M extends ServerRequestName> = Infer<(typeof SERVER_REQUESTS)[M]['result']>;
+
+/** Notifications, by direction. */
+export const CLIENT_NOTIFICATIONS = {
+  initialized: obj({}),
+} as const;
+
+export const SERVER_NOTIFICATIONS = {
+  'session/event': eventEnvelopeSchema,
+  'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq() }),
+  'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
+  'lease/revoked': obj({ sessionId: sessionId(), reason: str(), epoch: opt(epoch()) }),
+  'daemon/shuttingDown': obj({ reason: str() }),
+} as const;
+
+export type ServerNotificationName = keyof typeof SERVER_NOTIFICATIONS;
+export type ServerNotificationParams<N extends ServerNotificationName> = Infer<(typeof SERVER_NOTIFICATIONS)[N]>;
+
+export const ALL_NOTIFICATION_NAMES = [...Object.keys(CLIENT_NOTIFICATIONS), ...Object.keys(SERVER_NOTIFICATIONS)];

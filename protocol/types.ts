@@ -1,0 +1,107 @@
+// Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
+import { bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
+
+/** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
+export const timestamp = () => int({ min: 0 });
+export const sessionId = () => str({ minLength: 1, maxLength: 128 });
+export const epoch = () => int({ min: 0 });
+export const seq = () => int({ min: 0 });
+
+export const APPROVAL_POLICIES = ['ask', 'auto'] as const;
+export type ApprovalPolicy = (typeof APPROVAL_POLICIES)[number];
+
+export const SESSION_STATES = ['idle', 'running', 'archived'] as const;
+export type SessionState = (typeof SESSION_STATES)[number];
+
+export const TURN_STATUSES = ['running', 'cancelling', 'completed', 'cancelled', 'failed', 'interrupted'] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+export const FINAL_TURN_STATUSES = ['completed', 'cancelled', 'failed', 'interrupted'] as const;
+export type FinalTurnStatus = (typeof FINAL_TURN_STATUSES)[number];
+
+/** What to do with a running turn when its controller's grace runs out. */
+export const ON_CONTROLLER_LOST = ['cancel', 'continue'] as const;
+export type OnControllerLost = (typeof ON_CONTROLLER_LOST)[number];
+
+export const DECISIONS = ['approve', 'deny'] as const;
+export type Decision = (typeof DECISIONS)[number];
+
+export const controllerInfoSchema = obj({
+  connectionId: str(),
+  clientName: str(),
+  pid: opt(int()),
+  since: timestamp(),
+  graceUntil: opt(timestamp()),
+});
+export type ControllerInfo = Infer<typeof controllerInfoSchema>;
+
+export const sessionSchema = obj({
+  id: sessionId(),
+  title: str(),
+  cwd: str(),
+  engine: str(),
+  approvalPolicy: oneOf(APPROVAL_POLICIES),
+  onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
+  state: oneOf(SESSION_STATES),
+  createdAt: timestamp(),
+  updatedAt: timestamp(),
+  headSeq: seq(),
+  epoch: epoch(),
+  runningTurnId: opt(str()),
+  controller: opt(controllerInfoSchema),
+});
+export type Session = Infer<typeof sessionSchema>;
+
+// ---- events (DESIGN.md §5) ----
+
+const turnId = () => str({ minLength: 1 });
+
+export const EVENT_DATA = {
+  'session.created': obj({ title: str(), cwd: str(), engine: str(), approvalPolicy: oneOf(APPROVAL_POLICIES) }),
+  'session.updated': obj({ title: opt(str()), state: opt(oneOf(SESSION_STATES)) }),
+  'turn.started': obj({ turnId: turnId(), input: obj({ text: str() }) }),
+  'message.user': obj({ turnId: turnId(), text: str() }),
+  'message.delta': obj({ turnId: turnId(), text: str() }),
+  'message.completed': obj({ turnId: turnId(), text: str() }),
+  'command.started': obj({ turnId: turnId(), command: str(), cwd: str(), pid: opt(int()) }),
+  'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
+  'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
+  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()) }),
+  'approval.resolved': obj({
+    turnId: turnId(),
+    approvalId: str(),
+    decision: oneOf(DECISIONS),
+    by: opt(obj({ clientName: opt(str()), connectionId: opt(str()) })),
+    reason: opt(str()),
+  }),
+  'lease.changed': obj({
+    epoch: epoch(),
+    holder: nullable(obj({ connectionId: str(), clientName: str(), pid: opt(int()) })),
+    reason: oneOf(['acquired', 'released', 'takeover', 'grace', 'reclaimed', 'expired', 'restart'] as const),
+    graceUntil: opt(timestamp()),
+  }),
+  'turn.completed': obj({
+    turnId: turnId(),
+    status: oneOf(FINAL_TURN_STATUSES),
+    exitCode: opt(nullable(int())),
+    error: opt(str()),
+  }),
+  error: obj({ message: str(), reason: opt(str()), turnId: opt(str()) }),
+} as const;
+
+export type EventType = keyof typeof EVENT_DATA;
+export const EVENT_TYPES = Object.keys(EVENT_DATA) as EventType[];
+export type EventData<T extends EventType> = Infer<(typeof EVENT_DATA)[T]>;
+
+/** A session event as stored and sent: `{sessionId, seq, ts, type, data}`. */
+export type SessionEvent<T extends EventType = EventType> = {
+  [K in T]: { sessionId: string; seq: number; ts: number; type: K; data: EventData<K> };
+}[T];
+
+/** The envelope check; `data` is checked against EVENT_DATA by validateEvent. */
+export const eventEnvelopeSchema = obj({
+  sessionId: sessionId(),
+  seq: int({ min: 1 }),
+  ts: timestamp(),
+  type: str(),
+  data: obj({}),
+});

@@ -1,0 +1,503 @@
+// A framed, msgpack-speaking connection over a net.Socket, used by both the daemon and the client:
+// request/response correlation in both directions, notifications, batched writes, typed errors.
+// It checks envelopes (parseMessage), not params: routing and params are the daemon's business.
+import type net from 'node:net';
+import {
+  AstraError,
+  LIMITS,
+  isPlainObject,
+  parseMessage,
+  type Message,
+  type RequestId,
+  type TraceContext,
+} from '../protocol/index.js';
+import { FrameDecoder } from './frame-decoder.js';
+import { packFrame } from './frame-encoder.js';
+import { decode } from './msgpack.js';
+
+/** Socket write high-water mark: above Node's 16 KiB default, which halves streaming throughput. */
+export const SOCKET_HIGH_WATER_MARK = 256 * 1024;
+/** Frames queued in one tick are copied into batches of this size and written once. */
+const BATCH_BYTES = 64 * 1024;
+/** A graceful close that cannot flush within this time becomes a destroy. */
+const CLOSE_FLUSH_TIMEOUT_MS = 5_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+export interface ConnectionOptions {
+  /** Frame payload limit for what we receive. */
+  maxIncomingBytes: number;
+  /** Frame payload limit for what we send. */
+  maxOutgoingBytes: number;
+  /** Default LIMITS.frameDeadlineMs. */
+  frameDeadlineMs?: number;
+  /** Default 30 000 ms; 0 = none. */
+  requestTimeoutMs?: number;
+  /** Names the connection in error messages. */
+  label?: string;
+  /** Told about exceptions thrown by our own handlers (for the log); they never reach the peer. */
+  onHandlerError?: (err: unknown, where: string) => void;
+}
+
+export interface RequestOptions {
+  /** Overrides the connection's requestTimeoutMs; 0 = none. */
+  timeoutMs?: number;
+  /** Aborting rejects the request locally; a late answer is ignored. */
+  signal?: AbortSignal;
+  trace?: TraceContext;
+}
+
+export interface RequestContext {
+  id: RequestId;
+  trace?: TraceContext;
+}
+
+export type RequestHandler = (method: string, params: unknown, ctx: RequestContext) => unknown | Promise<unknown>;
+export type NotificationHandler = (method: string, params: unknown) => void;
+export type CloseHandler = (err: AstraError | undefined) => void;
+
+interface Pending {
+  method: string;
+  resolve: (result: unknown) => void;
+  reject: (err: AstraError) => void;
+  timer: NodeJS.Timeout | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
+/** The id of a message that failed validation, when it can still be read, so the error can echo it. */
+function readableId(value: unknown): RequestId | null {
+  if (!isPlainObject(value)) return null;
+  const id = Object.prototype.hasOwnProperty.call(value, 'id') ? value.id : undefined;
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return id;
+  if (typeof id === 'string' && id.length > 0 && id.length <= 128) return id;
+  return null;
+}
+
+function raiseHighWaterMark(socket: net.Socket): void {
+  // Accepted sockets are created by net.Server, so the option cannot be passed to them (unless the
+  // server was created with `highWaterMark`); the writable state's field is what write() consults.
+  const state = (socket as unknown as { _writableState?: { highWaterMark?: number } })._writableState;
+  if (state && typeof state.highWaterMark === 'number' && state.highWaterMark < SOCKET_HIGH_WATER_MARK)
+    state.highWaterMark = SOCKET_HIGH_WATER_MARK;
+}
+
+export class Connection {
+  private readonly socket: net.Socket;
+  private readonly maxIncomingBytes: number;
+  private readonly maxOutgoingBytes: number;
+  private readonly requestTimeoutMs: number;
+  private readonly label: string;
+  private readonly onHandlerError: ((err: unknown, where: string) => void) | undefined;
+  private readonly decoder: FrameDecoder;
+
+  private nextId = 1;
+  private readonly pending = new Map<RequestId, Pending>();
+  private requestHandler: RequestHandler | undefined;
+  private readonly notificationHandlers: NotificationHandler[] = [];
+  private closeHandlers: CloseHandler[] = [];
+  private readonly drainHandlers: (() => void)[] = [];
+
+  // Outbound: frames are copied into `batch` from `batchEnd`; [batchStart, batchEnd) is not yet
+  // flushed. Flushed regions stay untouched (the socket may still hold them) until a new batch.
+  private batch: Buffer | undefined;
+  private batchStart = 0;
+  private batchEnd = 0;
+  private outbox: Buffer[] = [];
+  private unflushed = 0;
+  private flushScheduled = false;
+  private readonly flushBound = () => this.flush();
+
+  private closing = false;
+  private finished = false;
+  private closeError: AstraError | undefined;
+  private socketError: Error | undefined;
+  private peerError: AstraError | undefined;
+  private closeTimer: NodeJS.Timeout | undefined;
+
+  constructor(socket: net.Socket, opts: ConnectionOptions) {
+    this.socket = socket;
+    this.maxIncomingBytes = opts.maxIncomingBytes;
+    this.maxOutgoingBytes = opts.maxOutgoingBytes;
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.label = opts.label ?? 'connection';
+    this.onHandlerError = opts.onHandlerError;
+    this.decoder = new FrameDecoder({
+      maxPayloadBytes: opts.maxIncomingBytes,
+      frameDeadlineMs: opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs,
+      onFrame: (payload) => this.handleFrame(payload),
+      onError: (err) => this.handleFramingError(err),
+    });
+    raiseHighWaterMark(socket);
+    socket.on('data', (chunk: Buffer) => this.decoder.push(chunk));
+    socket.on('error', (err) => {
+      this.socketError ??= err;
+    });
+    socket.on('drain', () => this.emitDrain());
+    // The peer ended its side: nothing more will arrive, so pending requests cannot be answered.
+    socket.on('end', () => this.close());
+    socket.on('close', () => this.finish());
+    if (socket.destroyed) queueMicrotask(() => this.finish());
+  }
+
+  /** Bytes accepted but not yet handed to the kernel: our unflushed batch plus the socket's buffer. */
+  get queuedBytes(): number {
+    return this.unflushed + (this.socket.writableLength ?? 0);
+  }
+
+  /** True once the connection accepts no more work: close() or destroy() was called, or the socket closed. */
+  get closed(): boolean {
+    return this.closing || this.finished;
+  }
+
+  get pendingRequests(): number {
+    return this.pending.size;
+  }
+
+  request(method: string, params?: unknown, opts: RequestOptions = {}): Promise<unknown> {
+    if (this.closed) return Promise.reject(this.closedError(method));
+    if (opts.signal?.aborted) return Promise.reject(this.abortError(method, opts.signal));
+    const id = this.nextId++;
+    const message: { id: number; method: string; params?: unknown; trace?: TraceContext } = { id, method };
+    if (params !== undefined) message.params = params;
+    if (opts.trace) message.trace = opts.trace;
+    let frame: Buffer;
+    try {
+      frame = this.pack(message, `the params of ${method}`);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const timeoutMs = opts.timeoutMs ?? this.requestTimeoutMs;
+    return new Promise<unknown>((resolve, reject) => {
+      const p: Pending = { method, resolve, reject, timer: undefined, signal: undefined, onAbort: undefined };
+      if (timeoutMs > 0) {
+        p.timer = setTimeout(() => {
+          this.settle(id)?.reject(
+            new AstraError('request_timeout', `${this.label}: no answer to ${method} within ${timeoutMs} ms; the peer may be hung or overloaded`, {
+              method,
+              timeoutMs,
+            }),
+          );
+        }, timeoutMs);
+      }
+      const signal = opts.signal;
+      if (signal) {
+        p.signal = signal;
+        p.onAbort = () => this.settle(id)?.reject(this.abortError(method, signal));
+        signal.addEventListener('abort', p.onAbort, { once: true });
+      }
+      this.pending.set(id, p);
+      this.enqueue(frame);
+    });
+  }
+
+  /** Sends a notification. Throws frame_too_large (nothing sent) when it is over the limit; a no-op once closed. */
+  notify(method: string, params?: unknown): void {
+    if (this.closed) return;
+    const message: { method: string; params?: unknown } = { method };
+    if (params !== undefined) message.params = params;
+    this.enqueue(this.pack(message, `the params of ${method}`));
+  }
+
+  /** Queues a frame made by encodeFrame (encode once, send to many). A no-op once closed. */
+  sendFrame(frame: Buffer): void {
+    if (this.closed) return;
+    const size = frame.length - 4;
+    if (frame.length < 4 || frame.readUInt32BE(0) !== size)
+      throw new AstraError('internal_error', 'sendFrame needs a whole frame from encodeFrame');
+    if (size > this.maxOutgoingBytes)
+      throw new AstraError('frame_too_large', `the frame is ${size} bytes; the limit for this direction is ${this.maxOutgoingBytes}`, {
+        size,
+        limit: this.maxOutgoingBytes,
+      });
+    this.enqueue(frame);
+  }
+
+  /**
+   * Handles the peer's requests. The returned value (or resolved promise) is the result; a thrown
+   * AstraError is the error response; anything else thrown becomes a generic internal_error.
+   */
+  onRequest(handler: RequestHandler): void {
+    this.requestHandler = handler;
+  }
+
+  onNotification(handler: NotificationHandler): void {
+    this.notificationHandlers.push(handler);
+  }
+
+  /** Called once, when the socket has closed; with the reason, or undefined for a clean close. */
+  onClose(handler: CloseHandler): void {
+    if (this.finished) queueMicrotask(() => this.callSafely(() => handler(this.closeError), 'onClose'));
+    else this.closeHandlers.push(handler);
+  }
+
+  /** Called when the socket's buffer drained after a write filled it past the high-water mark. */
+  onDrain(handler: () => void): void {
+    this.drainHandlers.push(handler);
+  }
+
+  /** Graceful: rejects pending requests, flushes what is queued, then ends the socket. */
+  close(err?: AstraError): void {
+    if (this.closed) return;
+    this.closing = true;
+    this.closeError ??= err;
+    this.decoder.dispose();
+    this.rejectAllPending();
+    this.flush();
+    this.socket.end();
+    this.closeTimer = setTimeout(() => this.socket.destroy(), CLOSE_FLUSH_TIMEOUT_MS);
+    this.closeTimer.unref();
+  }
+
+  /** Immediate: drops what is queued and destroys the socket. */
+  destroy(err?: AstraError): void {
+    if (this.finished) return;
+    this.closing = true;
+    this.closeError ??= err;
+    this.decoder.dispose();
+    this.rejectAllPending();
+    this.outbox = [];
+    this.unflushed = 0;
+    this.socket.destroy();
+  }
+
+  // ---- outbound ----
+
+  private pack(message: object, what: string): Buffer {
+    try {
+      return packFrame(message, this.maxOutgoingBytes);
+    } catch (e) {
+      if (e instanceof AstraError) throw e;
+      throw new AstraError('invalid_params', `${what} cannot be encoded as MessagePack: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  private enqueue(frame: Buffer): void {
+    const n = frame.length;
+    if (n >= BATCH_BYTES) {
+      this.sealBatch();
+      this.outbox.push(frame);
+    } else {
+      if (!this.batch || this.batchEnd + n > this.batch.length) {
+        this.sealBatch();
+        this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+        this.batchStart = this.batchEnd = 0;
+      }
+      frame.copy(this.batch, this.batchEnd);
+      this.batchEnd += n;
+    }
+    this.unflushed += n;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      queueMicrotask(this.flushBound);
+    }
+  }
+
+  private sealBatch(): void {
+    if (this.batch && this.batchEnd > this.batchStart) {
+      this.outbox.push(this.batch.subarray(this.batchStart, this.batchEnd));
+      this.batchStart = this.batchEnd;
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    this.sealBatch();
+    const out = this.outbox;
+    if (out.length === 0) return;
+    this.outbox = [];
+    this.unflushed = 0;
+    if (this.socket.destroyed || this.finished) return;
+    for (const buf of out) this.socket.write(buf);
+  }
+
+  private send(message: object): void {
+    if (this.finished || this.socket.destroyed) return;
+    this.enqueue(packFrame(message, this.maxOutgoingBytes));
+  }
+
+  private sendError(id: RequestId | null, err: AstraError): void {
+    try {
+      this.send({ id, error: err.toWire() });
+    } catch (e) {
+      // Only an error whose data is too big to send lands here; send it without its data.
+      this.report(e, 'sendError');
+      this.send({ id, error: { code: err.code, message: err.message, data: { reason: err.reason } } });
+    }
+  }
+
+  private respond(id: RequestId, method: string, result: unknown): void {
+    if (this.finished || this.socket.destroyed) return;
+    let frame: Buffer;
+    try {
+      frame = packFrame({ id, result: result ?? null }, this.maxOutgoingBytes);
+    } catch (e) {
+      if (e instanceof AstraError && e.reason === 'frame_too_large') {
+        this.sendError(id, new AstraError('frame_too_large', `the result of ${method} is too large to send; page or narrow the request`, e.data));
+      } else {
+        this.report(e, `encoding the result of ${method}`);
+        this.sendError(id, new AstraError('internal_error', 'internal error; the log has details'));
+      }
+      return;
+    }
+    this.enqueue(frame);
+  }
+
+  private respondThrown(id: RequestId, method: string, e: unknown): void {
+    if (e instanceof AstraError) {
+      this.sendError(id, e);
+      return;
+    }
+    this.report(e, `the handler of ${method}`);
+    this.sendError(id, new AstraError('internal_error', 'internal error; the log has details'));
+  }
+
+  // ---- inbound ----
+
+  private handleFrame(payload: Buffer): void {
+    let value: unknown;
+    try {
+      value = decode(payload);
+    } catch (e) {
+      // The framing is intact, so the connection survives one bad payload.
+      this.sendError(null, e instanceof AstraError ? e : new AstraError('parse_error'));
+      return;
+    }
+    let message: Message;
+    try {
+      message = parseMessage(value);
+    } catch (e) {
+      const err = e instanceof AstraError ? e : new AstraError('invalid_request', 'the message could not be validated');
+      // Never answer an error with an error: two peers could bounce them forever.
+      if (isPlainObject(value) && Object.prototype.hasOwnProperty.call(value, 'error')) {
+        this.report(err, 'an invalid error message from the peer');
+        return;
+      }
+      this.sendError(readableId(value), err);
+      return;
+    }
+    switch (message.kind) {
+      case 'request':
+        this.handleRequest(message.id, message.method, message.params, message.trace);
+        return;
+      case 'response':
+        this.settle(message.id)?.resolve(message.result);
+        return;
+      case 'error': {
+        const err = AstraError.fromWire(message.error);
+        if (message.id === null) this.peerError = err;
+        else this.settle(message.id)?.reject(err);
+        return;
+      }
+      case 'notification':
+        for (const handler of this.notificationHandlers) this.callSafely(() => handler(message.method, message.params), `the ${message.method} notification handler`);
+        return;
+    }
+  }
+
+  private handleRequest(id: RequestId, method: string, params: unknown, trace: TraceContext | undefined): void {
+    const handler = this.requestHandler;
+    if (!handler) {
+      this.sendError(id, new AstraError('method_not_found', `${this.label} does not serve requests ("${method}")`));
+      return;
+    }
+    let result: unknown;
+    try {
+      result = handler(method, params, trace ? { id, trace } : { id });
+    } catch (e) {
+      this.respondThrown(id, method, e);
+      return;
+    }
+    if (isThenable(result))
+      result.then(
+        (r) => this.respond(id, method, r),
+        (e: unknown) => this.respondThrown(id, method, e),
+      );
+    else this.respond(id, method, result);
+  }
+
+  private handleFramingError(err: AstraError): void {
+    // frame_too_large or frame_timeout: framing is lost, so say why once and close (fail closed).
+    this.sendError(null, err);
+    this.close(err);
+  }
+
+  // ---- bookkeeping ----
+
+  /** Removes a pending request and its timer/abort listener; undefined for an unknown id. */
+  private settle(id: RequestId): Pending | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    this.pending.delete(id);
+    if (p.timer) clearTimeout(p.timer);
+    if (p.signal && p.onAbort) p.signal.removeEventListener('abort', p.onAbort);
+    return p;
+  }
+
+  private rejectAllPending(): void {
+    for (const id of [...this.pending.keys()]) {
+      const p = this.settle(id);
+      p?.reject(this.closedError(p.method));
+    }
+  }
+
+  private closedError(method: string): AstraError {
+    const cause = this.closeError ?? this.peerError;
+    const why = cause ? ` (${cause.reason}: ${cause.message})` : this.socketError ? ` (${this.socketError.message})` : '';
+    return new AstraError('connection_closed', `${this.label}: the connection closed before ${method} was answered${why}; reconnect and retry if it is safe`, {
+      method,
+      ...(cause ? { cause: cause.reason } : {}),
+    });
+  }
+
+  private abortError(method: string, signal: AbortSignal): AstraError {
+    if (signal.reason instanceof AstraError) return signal.reason;
+    // ERRORS has no "cancelled" reason; an abort is the caller giving up waiting, like a timeout.
+    return new AstraError('request_timeout', `${this.label}: ${method} was aborted by the caller`, { method, aborted: true });
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.closing = true;
+    if (this.closeTimer) clearTimeout(this.closeTimer);
+    this.decoder.dispose();
+    this.outbox = [];
+    this.unflushed = 0;
+    if (!this.closeError) {
+      if (this.peerError) this.closeError = this.peerError;
+      else if (this.socketError)
+        this.closeError = new AstraError('connection_closed', `${this.label}: ${this.socketError.message}`, {
+          code: (this.socketError as NodeJS.ErrnoException).code,
+        });
+    }
+    this.rejectAllPending();
+    const handlers = this.closeHandlers;
+    this.closeHandlers = [];
+    for (const handler of handlers) this.callSafely(() => handler(this.closeError), 'onClose');
+  }
+
+  private emitDrain(): void {
+    for (const handler of this.drainHandlers) this.callSafely(handler, 'onDrain');
+  }
+
+  private callSafely(fn: () => void, where: string): void {
+    try {
+      fn();
+    } catch (e) {
+      this.report(e, where);
+    }
+  }
+
+  private report(err: unknown, where: string): void {
+    if (!this.onHandlerError) return;
+    try {
+      this.onHandlerError(err, where);
+    } catch {
+      // A failing logger must not take the connection down.
+    }
+  }
+}

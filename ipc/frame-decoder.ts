@@ -1,0 +1,172 @@
+// bytes → frames. A state machine over the buffered chunks (after ws's receiver): read the 4-byte
+// header, check the length against the limit before buffering any payload, then hand out exactly
+// that many bytes — a view when they lie in one chunk, a copy only when they span chunks.
+import { AstraError, FRAME_HEADER_BYTES, LIMITS } from '../protocol/index.js';
+
+export interface FrameDecoderOptions {
+  /** Largest payload accepted; a bigger header is an error before any payload is buffered. */
+  maxPayloadBytes: number;
+  /** Once a frame's first byte arrived, the rest must arrive within this many ms (0 = no deadline). */
+  frameDeadlineMs?: number;
+  /** Called synchronously with each payload, in order. Must not throw. */
+  onFrame: (payload: Buffer) => void;
+  /** Called once with frame_too_large or frame_timeout; decoding stops afterwards. */
+  onError: (err: AstraError) => void;
+}
+
+const State = { Header: 0, Payload: 1 } as const;
+type State = (typeof State)[keyof typeof State];
+
+export class FrameDecoder {
+  private readonly maxPayloadBytes: number;
+  private readonly frameDeadlineMs: number;
+  private readonly onFrame: (payload: Buffer) => void;
+  private readonly onError: (err: AstraError) => void;
+
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private state: State = State.Header;
+  private payloadLength = 0;
+  private stopped = false;
+
+  /** Frames completed so far; tells whether a partial frame is the same one as last time. */
+  private completed = 0;
+  private partialFrame = -1;
+  private partialSince = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(opts: FrameDecoderOptions) {
+    this.maxPayloadBytes = opts.maxPayloadBytes;
+    this.frameDeadlineMs = opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs;
+    this.onFrame = opts.onFrame;
+    this.onError = opts.onError;
+  }
+
+  /** Bytes received but not yet handed out as a frame. */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.stopped || chunk.length === 0) return;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    while (!this.stopped) {
+      if (this.state === State.Header) {
+        if (this.buffered < FRAME_HEADER_BYTES) break;
+        const length = this.readHeader();
+        if (length > this.maxPayloadBytes) {
+          this.fail(
+            new AstraError('frame_too_large', `an incoming frame announces ${length} bytes; the limit is ${this.maxPayloadBytes}`, {
+              size: length,
+              limit: this.maxPayloadBytes,
+            }),
+          );
+          return;
+        }
+        this.payloadLength = length;
+        this.state = State.Payload;
+      }
+      if (this.buffered < this.payloadLength) break;
+      const payload = this.consume(this.payloadLength);
+      this.state = State.Header;
+      this.completed++;
+      this.onFrame(payload);
+    }
+    if (!this.stopped) this.watchPartialFrame();
+  }
+
+  /** Stops decoding and drops what is buffered. */
+  dispose(): void {
+    this.stopped = true;
+    this.chunks = [];
+    this.buffered = 0;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private fail(err: AstraError): void {
+    this.dispose();
+    this.onError(err);
+  }
+
+  private readHeader(): number {
+    const first = this.chunks[0]!;
+    if (first.length >= FRAME_HEADER_BYTES) {
+      const length = first.readUInt32BE(0);
+      this.skip(FRAME_HEADER_BYTES);
+      return length;
+    }
+    return this.consume(FRAME_HEADER_BYTES).readUInt32BE(0);
+  }
+
+  private skip(n: number): void {
+    const first = this.chunks[0]!;
+    if (first.length === n) this.chunks.shift();
+    else this.chunks[0] = first.subarray(n);
+    this.buffered -= n;
+  }
+
+  private consume(n: number): Buffer {
+    this.buffered -= n;
+    const first = this.chunks[0];
+    if (n === 0 || first === undefined) return Buffer.alloc(0);
+    if (first.length === n) {
+      this.chunks.shift();
+      return first;
+    }
+    if (first.length > n) {
+      this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    // n ≤ maxPayloadBytes here (checked at the header), so this allocation is bounded.
+    const out = Buffer.allocUnsafe(n);
+    let offset = 0;
+    while (offset < n) {
+      const chunk = this.chunks[0]!;
+      const take = Math.min(chunk.length, n - offset);
+      chunk.copy(out, offset, 0, take);
+      offset += take;
+      if (take === chunk.length) this.chunks.shift();
+      else this.chunks[0] = chunk.subarray(take);
+    }
+    return out;
+  }
+
+  // One timer per decoder, re-armed lazily: arming a timer per partial frame would cost more than
+  // decoding on a busy stream, where most chunks end inside a frame.
+  private watchPartialFrame(): void {
+    if (this.buffered === 0 && this.state === State.Header) {
+      this.partialFrame = -1;
+      return;
+    }
+    if (this.frameDeadlineMs <= 0) return;
+    if (this.partialFrame !== this.completed) {
+      this.partialFrame = this.completed;
+      this.partialSince = Date.now();
+    }
+    if (!this.timer) this.armTimer(this.frameDeadlineMs);
+  }
+
+  private armTimer(ms: number): void {
+    this.timer = setTimeout(() => this.checkDeadline(), ms);
+    this.timer.unref();
+  }
+
+  private checkDeadline(): void {
+    this.timer = undefined;
+    if (this.stopped || this.partialFrame === -1) return;
+    const elapsed = Date.now() - this.partialSince;
+    if (elapsed >= this.frameDeadlineMs) {
+      this.fail(
+        new AstraError('frame_timeout', `a frame started ${elapsed} ms ago and has not finished (deadline ${this.frameDeadlineMs} ms)`, {
+          deadlineMs: this.frameDeadlineMs,
+          receivedBytes: this.buffered,
+          expectedBytes: this.state === State.Payload ? this.payloadLength : undefined,
+        }),
+      );
+      return;
+    }
+    this.armTimer(this.frameDeadlineMs - elapsed);
+  }
+}

@@ -1,0 +1,15 @@
+// ipc/: frame codec with directional limits, msgpack settings, Connection, endpoints.
+export { encode, decode } from './msgpack.js';
+export { encodeFrame } from './frame-encoder.js';
+export { FrameDecoder, type FrameDecoderOptions } from './frame-decoder.js';
+export {
+  Connection,
+  SOCKET_HIGH_WATER_MARK,
+  type ConnectionOptions,
+  type RequestOptions,
+  type RequestContext,
+  type RequestHandler,
+  type NotificationHandler,
+  type CloseHandler,
+} from './connection.js';
+export { socketPathFor, checkSocketPath, pipeNameFor, endpointFor, SOCKET_FILE_NAME, MAX_SOCKET_PATH_BYTES } from './endpoint.js';

@@ -1,0 +1,242 @@
+// `astra daemon start|status|stop|restart|logs` (DESIGN.md §9).
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import { AstraError, type DaemonStatus } from '../protocol/index.js';
+import { isProcessAlive, readRecord, removeRecordIfOwned, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
+import { connectOrSpawn, handshake } from '../client/connect.js';
+import { parseDuration } from '../daemon/duration.js';
+import { formatLogLine, followFile, tailLines } from './log-format.js';
+import { CLI_VERSION, ExitCode, fail, style, type Output } from './output.js';
+
+const CLIENT = { clientName: 'astra-cli', clientVersion: CLI_VERSION };
+
+interface RunningDaemon {
+  record: DiscoveryRecord;
+  status: DaemonStatus;
+}
+
+/** Asks a running daemon for its status; never starts one. */
+async function queryRunning(env: NodeJS.ProcessEnv): Promise<RunningDaemon | undefined> {
+  const paths = resolvePaths(env);
+  let record: DiscoveryRecord | undefined;
+  try {
+    record = readRecord(paths.recordPath);
+  } catch (e) {
+    if (e instanceof AstraError && e.reason === 'invalid_record') return undefined;
+    throw e;
+  }
+  if (!record) return undefined;
+  let connected;
+  try {
+    connected = await handshake(record, { ...CLIENT, requestTimeoutMs: 5_000 });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ECONNRESET') return undefined;
+    if (e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'shutting_down')) return undefined;
+    throw e;
+  }
+  try {
+    const status = (await connected.conn.request('daemon/status', {})) as DaemonStatus;
+    return { record, status };
+  } finally {
+    connected.conn.close();
+  }
+}
+
+function formatDuration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  return `${h}h ${m % 60}m`;
+}
+
+function printStatus(out: Output, s: DaemonStatus): void {
+  const rows: [string, string][] = [
+    ['status', style(out, 'green', 'running')],
+    ['instance', s.instanceId],
+    ['pid', String(s.pid)],
+    ['version', `${s.version} (protocol ${s.protocolVersion})`],
+    ['started', `${new Date(s.startedAt).toISOString()} (up ${formatDuration(s.uptimeMs)})`],
+    ['endpoint', s.endpoint],
+    ['log', s.logFile],
+    ['idle exit', s.idleTimeoutMs === 0 ? 'never' : `after ${formatDuration(s.idleTimeoutMs)} without clients`],
+    ['connections', String(s.connections.length)],
+    ['sessions', String(s.sessions.length)],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  for (const [k, v] of rows) out.stdout(`${k.padEnd(width)}  ${v}`);
+  for (const c of s.connections) {
+    out.stdout(`  ${c.id}  ${c.clientName} ${c.clientVersion}${c.pid ? ` pid ${c.pid}` : ''}  queued ${c.queuedBytes} B${c.subscriptions.length ? `  watching ${c.subscriptions.length}` : ''}`);
+  }
+  for (const x of s.sessions) {
+    const ctl = x.controller
+      ? `${x.controller.clientName}${x.controller.graceUntil ? ` (in grace until ${new Date(x.controller.graceUntil).toISOString()})` : ''}`
+      : 'none';
+    out.stdout(
+      `  ${x.id}  ${JSON.stringify(x.title)}  ${x.state}  seq ${x.headSeq}  epoch ${x.epoch}  controller ${ctl}  observers ${x.observers}` +
+        `${x.runningTurnId ? `  turn ${x.runningTurnId}` : ''}${x.pendingApprovals ? `  approvals pending ${x.pendingApprovals}` : ''}`,
+    );
+  }
+}
+
+async function waitUntilGone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
+    if (!isProcessAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, delay));
+  }
+  return !isProcessAlive(pid);
+}
+
+/** Is this pid really an Astra daemon? (pids are reused; never signal a stranger.) */
+function looksLikeDaemon(pid: number): boolean {
+  if (process.platform !== 'linux') return true;
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    return /daemon[\\/]main\.js/.test(cmdline) || /astra.*daemon.*--foreground/.test(cmdline);
+  } catch {
+    return false;
+  }
+}
+
+export async function stopDaemon(out: Output, env: NodeJS.ProcessEnv, opts: { force?: boolean; timeoutMs: number }): Promise<number> {
+  const paths = resolvePaths(env);
+  let record: DiscoveryRecord | undefined;
+  try {
+    record = readRecord(paths.recordPath);
+  } catch (e) {
+    if (!(e instanceof AstraError && e.reason === 'invalid_record')) throw e;
+  }
+  if (!record || !isProcessAlive(record.pid)) {
+    out.stdout('no daemon is running');
+    if (record) removeRecordIfOwned(paths.recordPath, record.instanceId);
+    return ExitCode.ok;
+  }
+  let confirmed = false;
+  if (!opts.force) {
+    try {
+      const { conn, init } = await handshake(record, { ...CLIENT, requestTimeoutMs: opts.timeoutMs });
+      confirmed = init.instanceId === record.instanceId && init.daemon.pid === record.pid;
+      await conn.request('daemon/shutdown', { reason: 'astra daemon stop' }).finally(() => conn.close());
+      if (await waitUntilGone(record.pid, opts.timeoutMs)) {
+        out.stdout(`daemon stopped (pid ${record.pid})`);
+        return ExitCode.ok;
+      }
+      out.stderr(`the daemon did not exit within ${opts.timeoutMs} ms; sending signals`);
+    } catch (e) {
+      out.stderr(`graceful shutdown failed (${e instanceof Error ? e.message : String(e)}); sending signals`);
+    }
+  }
+  if (!confirmed && !looksLikeDaemon(record.pid)) {
+    throw new AstraError(
+      'invalid_record',
+      `pid ${record.pid} from ${paths.recordPath} is not an Astra daemon; not signalling it. Remove the record if the daemon is gone.`,
+    );
+  }
+  process.kill(record.pid, 'SIGTERM');
+  if (!(await waitUntilGone(record.pid, 2_000))) {
+    process.kill(record.pid, 'SIGKILL');
+    await waitUntilGone(record.pid, 2_000);
+  }
+  removeRecordIfOwned(paths.recordPath, record.instanceId);
+  out.stdout(`daemon stopped (pid ${record.pid}, signalled)`);
+  return ExitCode.ok;
+}
+
+async function startDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: number | undefined): Promise<number> {
+  const running = await queryRunning(env);
+  if (running) {
+    out.stdout(`the daemon is already running (pid ${running.status.pid}, instance ${running.status.instanceId})`);
+    return ExitCode.ok;
+  }
+  const daemonArgs = idleTimeoutMs === undefined ? [] : ['--idle-timeout', String(idleTimeoutMs)];
+  const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs });
+  conn.close();
+  out.stdout(
+    spawned
+      ? `daemon started (pid ${init.daemon.pid}, instance ${init.instanceId})`
+      : `the daemon is already running (pid ${init.daemon.pid}, instance ${init.instanceId})`,
+  );
+  return ExitCode.ok;
+}
+
+export function registerDaemonCommands(program: Command, out: Output, env: NodeJS.ProcessEnv, setExit: (code: number) => void): void {
+  const daemon = program.command('daemon').description('start, stop and inspect the background daemon');
+
+  daemon
+    .command('start')
+    .description('start the daemon in the background (does nothing if one is running)')
+    .option('--foreground', 'run the daemon in this terminal instead of detaching')
+    .option('--idle-timeout <duration>', 'exit after this long without clients (ms, or 30s/10m/1h; 0 = never)')
+    .action(async (o: { foreground?: boolean; idleTimeout?: string }) => {
+      const idle = o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout');
+      if (o.foreground) {
+        const { runDaemon } = await import('../daemon/main.js');
+        const paths = resolvePaths(env);
+        out.stderr(`astra daemon running in the foreground (pid ${process.pid}); log: ${paths.logFile}; Ctrl-C stops it`);
+        setExit(await runDaemon(idle === undefined ? [] : ['--idle-timeout', String(idle)], env));
+        return;
+      }
+      setExit(await startDaemon(out, env, idle));
+    });
+
+  daemon
+    .command('status')
+    .description('show whether the daemon runs and what it is doing (never starts one); exit 0 running, 3 not running')
+    .option('--json', 'print one JSON object')
+    .action(async (o: { json?: boolean }) => {
+      const running = await queryRunning(env);
+      if (!running) {
+        const paths = resolvePaths(env);
+        if (o.json) {
+          out.stdout(JSON.stringify({ running: false, recordPath: paths.recordPath, runtimeDir: paths.runtimeDir, logFile: paths.logFile }));
+        } else {
+          out.stdout(`${style(out, 'yellow', 'not running')} (looked for ${paths.recordPath}); start it with: astra daemon start`);
+        }
+        setExit(ExitCode.notRunning);
+        return;
+      }
+      if (o.json) out.stdout(JSON.stringify(running.status, null, 2));
+      else printStatus(out, running.status);
+      setExit(ExitCode.ok);
+    });
+
+  daemon
+    .command('stop')
+    .description('stop the daemon gracefully; with --force (or past --timeout) by signals')
+    .option('--force', 'skip the graceful request: SIGTERM, then SIGKILL')
+    .option('--timeout <duration>', 'how long to wait for a graceful exit', '5000')
+    .action(async (o: { force?: boolean; timeout: string }) => {
+      setExit(await stopDaemon(out, env, { force: o.force, timeoutMs: parseDuration(o.timeout, '--timeout') }));
+    });
+
+  daemon
+    .command('restart')
+    .description('stop the daemon (if running) and start a new one')
+    .option('--idle-timeout <duration>', 'idle timeout for the new daemon')
+    .action(async (o: { idleTimeout?: string }) => {
+      await stopDaemon(out, env, { timeoutMs: 5_000 });
+      setExit(await startDaemon(out, env, o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout')));
+    });
+
+  daemon
+    .command('logs')
+    .description('print the daemon log, readable (colours on a terminal)')
+    .option('-f, --follow', 'keep printing new lines')
+    .option('-n, --lines <n>', 'how many lines from the end', '50')
+    .action(async (o: { follow?: boolean; lines: string }) => {
+      const paths = resolvePaths(env);
+      const n = Number(o.lines);
+      if (!Number.isInteger(n) || n < 0) fail(`-n takes a whole number of lines, got "${o.lines}"`);
+      if (!fs.existsSync(paths.logFile) && !o.follow) {
+        out.stderr(`no log yet at ${paths.logFile}; the daemon writes it when it starts (astra daemon start)`);
+        setExit(ExitCode.ok);
+        return;
+      }
+      for (const line of tailLines(paths.logFile, n)) out.stdout(formatLogLine(line, out.color));
+      if (o.follow) await followFile(paths.logFile, (line) => out.stdout(formatLogLine(line, out.color)));
+      setExit(ExitCode.ok);
+    });
+}

@@ -1,0 +1,213 @@
+// Connect-or-spawn (DESIGN.md §4): read the discovery record, connect, authenticate; when no daemon
+// answers, take the spawn lock, look again, start the daemon detached, wait until it answers, release.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  AstraError,
+  LIMITS,
+  PROTOCOL_VERSION,
+  initializeResultSchema,
+  type Infer,
+} from '../protocol/index.js';
+import { Connection } from '../ipc/index.js';
+import { acquireLock, ensurePrivateDir, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+
+export type InitializeResult = Infer<typeof initializeResultSchema>;
+
+export interface ConnectOptions {
+  clientName: string;
+  clientVersion?: string;
+  /** Start a daemon when none answers (default true). */
+  autoStart?: boolean;
+  /** Relocates everything, like ASTRA_HOME. */
+  home?: string;
+  env?: NodeJS.ProcessEnv;
+  /** How long to wait for a spawned daemon to answer (default 15 s). */
+  startTimeoutMs?: number;
+  /** Per-request timeout on the connection (default 30 s). */
+  requestTimeoutMs?: number;
+  /** Only accept this daemon instance. */
+  instanceId?: string;
+  optOutNotificationMethods?: string[];
+  /** Extra arguments for a daemon this call starts (e.g. --idle-timeout). */
+  daemonArgs?: string[];
+  /** Called before the connection starts reading, so no early notification is missed. */
+  onConnection?: (conn: Connection) => void;
+}
+
+export interface Connected {
+  conn: Connection;
+  init: InitializeResult;
+  record: DiscoveryRecord;
+  paths: AstraPaths;
+  /** True when this call started the daemon. */
+  spawned: boolean;
+}
+
+export function envFor(opts: { home?: string; env?: NodeJS.ProcessEnv }): NodeJS.ProcessEnv {
+  const env = { ...(opts.env ?? process.env) };
+  if (opts.home) env.ASTRA_HOME = opts.home;
+  return env;
+}
+
+/** The compiled daemon entry point, found next to this module (dist/) or in the package's dist/. */
+export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.ASTRA_DAEMON_ENTRY) return env.ASTRA_DAEMON_ENTRY;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const candidates = [path.join(here, '..', 'daemon', 'main.js'), path.join(here, '..', 'dist', 'daemon', 'main.js')];
+  for (const c of candidates) if (fs.existsSync(c)) return c;
+  throw new AstraError('spawn_failed', `cannot find the daemon entry point (looked at ${candidates.join(', ')}); run npm run build`);
+}
+
+function isNoDaemonError(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ENOTSOCK' || code === 'EPIPE' || code === 'ECONNRESET';
+}
+
+function openSocket(endpoint: string, timeoutMs: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection({ path: endpoint });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(Object.assign(new Error(`connecting to ${endpoint} timed out`), { code: 'ETIMEDOUT' }));
+    }, timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.removeAllListeners('error');
+      resolve(socket);
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+/** Connects to the daemon a record names and performs the handshake. */
+export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): Promise<{ conn: Connection; init: InitializeResult }> {
+  const socket = await openSocket(record.endpoint, 5_000);
+  const conn = new Connection(socket, {
+    maxIncomingBytes: LIMITS.maxFrameBytes,
+    maxOutgoingBytes: LIMITS.maxRequestBytes,
+    requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,
+    label: 'daemon',
+  });
+  opts.onConnection?.(conn);
+  try {
+    const params: Record<string, unknown> = {
+      protocolVersion: PROTOCOL_VERSION,
+      token: record.token,
+      clientInfo: { name: opts.clientName, version: opts.clientVersion ?? '0.0.0', pid: process.pid },
+    };
+    if (opts.instanceId) params.instanceId = opts.instanceId;
+    if (opts.optOutNotificationMethods) params.capabilities = { optOutNotificationMethods: opts.optOutNotificationMethods };
+    const init = await conn.request('initialize', params, { timeoutMs: 5_000 });
+    const problem = initializeResultSchema.check(init, 'initialize result');
+    if (problem) throw new AstraError('invalid_request', `the daemon answered initialize oddly: ${problem}`);
+    conn.notify('initialized', {});
+    return { conn, init: init as InitializeResult };
+  } catch (e) {
+    conn.destroy();
+    throw e;
+  }
+}
+
+/** Reads the record and connects; undefined when no daemon answers there. */
+async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Connected | undefined> {
+  let record: DiscoveryRecord | undefined;
+  try {
+    record = readRecord(paths.recordPath);
+  } catch (e) {
+    // A malformed record is as good as none: the next daemon overwrites it.
+    if (e instanceof AstraError && e.reason === 'invalid_record') return undefined;
+    throw e;
+  }
+  if (!record) return undefined;
+  try {
+    const { conn, init } = await handshake(record, opts);
+    return { conn, init, record, paths, spawned: false };
+  } catch (e) {
+    if (isNoDaemonError(e)) return undefined;
+    if (e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'shutting_down')) return undefined;
+    throw e;
+  }
+}
+
+function lastLogLines(logFile: string, n = 15): string {
+  try {
+    const text = fs.readFileSync(logFile, 'utf8');
+    return text.trimEnd().split('\n').slice(-n).join('\n');
+  } catch {
+    return '(no daemon log yet)';
+  }
+}
+
+/** Starts the daemon detached with its stdout/stderr in the log file. */
+export function spawnDaemon(paths: AstraPaths, env: NodeJS.ProcessEnv, args: string[] = []): { pid: number; exited: Promise<number | null> } {
+  fs.mkdirSync(paths.logDir, { recursive: true, mode: 0o700 });
+  const logFd = fs.openSync(paths.logFile, 'a', 0o600);
+  try {
+    const child = spawn(process.execPath, [daemonEntryPath(env), ...args], {
+      detached: true,
+      stdio: ['ignore', logFd, logFd],
+      env,
+    });
+    const exited = new Promise<number | null>((resolve) => {
+      child.once('exit', (code) => resolve(code));
+      child.once('error', () => resolve(-1));
+    });
+    child.unref();
+    return { pid: child.pid ?? -1, exited };
+  } finally {
+    fs.closeSync(logFd);
+  }
+}
+
+/**
+ * Connects to the running daemon, or starts one. Any number of racing processes end with exactly
+ * one daemon: they serialize on the spawn lock, and the daemon's instance lock and socket bind are
+ * the final arbiters.
+ */
+export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
+  const env = envFor(opts);
+  const paths = resolvePaths(env);
+  const first = await tryConnect(paths, opts);
+  if (first) return first;
+  if (opts.autoStart === false) {
+    throw new AstraError('daemon_not_running', 'no Astra daemon is running; start one with `astra daemon start`', {
+      recordPath: paths.recordPath,
+    });
+  }
+  ensurePrivateDir(paths.runtimeDir);
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
+  const release = await acquireLock(paths.spawnLockPath, { timeoutMs: opts.startTimeoutMs ?? 15_000 });
+  try {
+    const again = await tryConnect(paths, opts);
+    if (again) return again;
+    const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
+    let exitCode: number | null | undefined;
+    void child.exited.then((code) => (exitCode = code));
+    for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
+      const c = await tryConnect(paths, opts);
+      if (c) return { ...c, spawned: true };
+      if (exitCode !== undefined && exitCode !== 0) {
+        throw new AstraError(
+          'spawn_failed',
+          `the daemon exited with code ${exitCode} before answering; its log (${paths.logFile}) ends with:\n${lastLogLines(paths.logFile)}`,
+          { logFile: paths.logFile, exitCode },
+        );
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
+    throw new AstraError(
+      'spawn_failed',
+      `the daemon did not answer within ${opts.startTimeoutMs ?? 15_000} ms; its log (${paths.logFile}) ends with:\n${lastLogLines(paths.logFile)}`,
+      { logFile: paths.logFile },
+    );
+  } finally {
+    await release();
+  }
+}

@@ -1,0 +1,212 @@
+// Composes the pure LeaseManager with the runtime: every lease change is persisted (the epoch in the
+// session journal, the holder and resume-token hash in leases.json) before it is acknowledged, shown
+// as a lease.changed event, and pending approvals follow the controller (DESIGN.md §6).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { AstraError, type ServerResultOf, SERVER_REQUESTS } from '../protocol/index.js';
+import { LeaseManager, type LeaseChange, type LeaseHolder, type PersistedLease } from '../lease/index.js';
+import type { ApprovalRequest, Runtime } from '../runtime/index.js';
+import type { Logger } from './logger.js';
+import type { Peer } from './peer.js';
+
+export interface LeaseHostOptions {
+  dataDir: string;
+  graceMs: number;
+  now: () => number;
+  log: Logger;
+  findPeer: (connectionId: string) => Peer | undefined;
+}
+
+function hashToken(token: string): string {
+  return crypto.createHash('sha256').update(token).digest('hex');
+}
+
+function writeFileAtomic(file: string, content: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = fs.openSync(tmp, 'w', 0o600);
+  try {
+    fs.writeSync(fd, content);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+}
+
+export class LeaseHost {
+  readonly leases: LeaseManager;
+  private readonly seeded = new Set<string>();
+  private readonly file: string;
+  private timer: NodeJS.Timeout | undefined;
+  /** approvalId → connectionId it was last sent to, so one controller is asked once. */
+  private readonly approvalSentTo = new Map<string, string>();
+  private closed = false;
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly opts: LeaseHostOptions,
+  ) {
+    this.file = path.join(opts.dataDir, 'leases.json');
+    this.leases = new LeaseManager({
+      now: opts.now,
+      graceMs: opts.graceMs,
+      newToken: () => crypto.randomBytes(32).toString('base64url'),
+      hashToken,
+    });
+    runtime.on('approvalRequested', (a) => this.offerApproval(a));
+  }
+
+  /** After a restart, every lease that was held comes back in grace, reclaimable with its token. */
+  async restore(): Promise<void> {
+    let saved: Record<string, PersistedLease> = {};
+    try {
+      saved = JSON.parse(fs.readFileSync(this.file, 'utf8')) as Record<string, PersistedLease>;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.log.warn({ err: e }, 'leases.json unreadable; leases start free');
+    }
+    for (const [sessionId, persisted] of Object.entries(saved)) {
+      try {
+        const session = await this.runtime.getSession(sessionId);
+        const change = this.leases.restore(sessionId, { ...persisted, epoch: Math.max(persisted.epoch, session.epoch) });
+        this.seeded.add(sessionId);
+        if (change) await this.apply([change]);
+      } catch (e) {
+        this.opts.log.warn({ err: e, sessionId }, 'could not restore a lease');
+      }
+    }
+    this.schedule();
+  }
+
+  /** Makes sure the manager knows the session's persisted epoch before any decision about it. */
+  async ensureSession(sessionId: string): Promise<void> {
+    if (this.seeded.has(sessionId)) return;
+    const session = await this.runtime.getSession(sessionId);
+    if (this.seeded.has(sessionId)) return;
+    this.leases.restore(sessionId, { epoch: session.epoch, holder: null });
+    this.seeded.add(sessionId);
+  }
+
+  async check(sessionId: string, connectionId: string, epoch: number): Promise<void> {
+    await this.ensureSession(sessionId);
+    this.leases.check(sessionId, connectionId, epoch);
+  }
+
+  async acquire(peer: Peer, sessionId: string, opts: { takeover?: boolean; resumeToken?: string }) {
+    await this.ensureSession(sessionId);
+    const holder: LeaseHolder = { connectionId: peer.id, clientName: peer.clientName };
+    if (peer.info?.pid !== undefined) holder.pid = peer.info.pid;
+    const granted = this.leases.acquire(sessionId, holder, opts);
+    await this.apply([granted.change]);
+    return { sessionId, epoch: granted.epoch, resumeToken: granted.resumeToken, graceMs: granted.graceMs };
+  }
+
+  async release(peer: Peer, sessionId: string, epoch: number): Promise<void> {
+    await this.ensureSession(sessionId);
+    await this.apply([this.leases.release(sessionId, peer.id, epoch)]);
+  }
+
+  async disconnect(peer: Peer): Promise<void> {
+    const changes = this.leases.disconnect(peer.id);
+    if (changes.length) await this.apply(changes);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.closed) return;
+    const deadline = this.leases.nextDeadline();
+    if (deadline === undefined) return;
+    this.timer = setTimeout(() => void this.expire(), Math.max(0, deadline - this.opts.now()) + 1);
+    this.timer.unref();
+  }
+
+  private async expire(): Promise<void> {
+    const changes = this.leases.tick();
+    try {
+      await this.apply(changes);
+    } catch (e) {
+      this.opts.log.error({ err: e }, 'could not persist a lease expiry');
+    }
+    for (const change of changes) {
+      if (change.reason !== 'expired') continue;
+      try {
+        const session = await this.runtime.getSession(change.sessionId);
+        if (session.runningTurnId && session.onControllerLost !== 'continue') {
+          await this.runtime.cancelTurn(change.sessionId, session.runningTurnId);
+        }
+      } catch (e) {
+        this.opts.log.warn({ err: e, sessionId: change.sessionId }, 'could not cancel the turn of an expired lease');
+      }
+    }
+    this.schedule();
+  }
+
+  /** Persists changes, then tells everyone: events, lease/revoked, and approvals to a new holder. */
+  private async apply(changes: LeaseChange[]): Promise<void> {
+    for (const change of changes) {
+      const data: Parameters<Runtime['appendLeaseChange']>[1] = { epoch: change.epoch, holder: change.holder, reason: change.reason };
+      if (change.graceUntil !== undefined) data.graceUntil = change.graceUntil;
+      await this.runtime.appendLeaseChange(change.sessionId, data);
+    }
+    if (changes.length) this.saveHeld();
+    for (const change of changes) {
+      if (change.revoked) {
+        this.opts.findPeer(change.revoked.connectionId)?.notify('lease/revoked', {
+          sessionId: change.sessionId,
+          reason: change.revoked.reason,
+          epoch: change.epoch,
+        });
+      }
+      if (change.holder && (change.reason === 'acquired' || change.reason === 'takeover' || change.reason === 'reclaimed')) {
+        for (const a of this.runtime.pendingApprovals(change.sessionId)) this.offerApproval(a);
+      }
+    }
+    this.schedule();
+  }
+
+  private saveHeld(): void {
+    const held: Record<string, PersistedLease> = {};
+    for (const sessionId of this.seeded) {
+      const p = this.leases.persisted(sessionId);
+      if (p.holder) held[sessionId] = p;
+    }
+    writeFileAtomic(this.file, JSON.stringify(held));
+  }
+
+  /** Sends a pending approval to the session's controller, if it has a live one. */
+  private offerApproval(a: ApprovalRequest): void {
+    if (this.closed) return;
+    const view = this.leases.view(a.sessionId);
+    if (view.state !== 'held' || !view.holder) return; // waits for a controller
+    const peer = this.opts.findPeer(view.holder.connectionId);
+    if (!peer || peer.conn.closed) return;
+    if (this.approvalSentTo.get(a.approvalId) === peer.id) return;
+    this.approvalSentTo.set(a.approvalId, peer.id);
+    const epoch = view.epoch;
+    const params: Record<string, unknown> = { sessionId: a.sessionId, approvalId: a.approvalId, turnId: a.turnId, command: a.command, cwd: a.cwd };
+    if (a.reason !== undefined) params.reason = a.reason;
+    peer.conn
+      .request('approval/request', params, { timeoutMs: 0 })
+      .then(async (result) => {
+        const problem = SERVER_REQUESTS['approval/request'].result.check(result, 'result');
+        if (problem) throw new AstraError('invalid_params', problem);
+        const now = this.leases.view(a.sessionId);
+        // An answer from a connection that lost control in the meantime does not count.
+        if (now.state !== 'held' || now.holder?.connectionId !== peer.id || now.epoch !== epoch) return;
+        const { decision } = result as ServerResultOf<'approval/request'>;
+        await this.runtime.resolveApproval(a.sessionId, a.approvalId, decision, { clientName: peer.clientName, connectionId: peer.id });
+        this.approvalSentTo.delete(a.approvalId);
+      })
+      .catch((e: unknown) => {
+        if (this.approvalSentTo.get(a.approvalId) === peer.id) this.approvalSentTo.delete(a.approvalId);
+        if (!(e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'not_found')))
+          this.opts.log.warn({ err: e, approvalId: a.approvalId }, 'approval request to the controller failed');
+      });
+  }
+}

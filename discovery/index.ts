@@ -1,0 +1,7 @@
+// discovery/: paths, private-dir checks, the discovery record, tokens, locks, liveness probes (DESIGN.md §4).
+export * from './paths.js';
+export * from './private-dir.js';
+export * from './record.js';
+export * from './token.js';
+export * from './liveness.js';
+export * from './locks.js';

@@ -1,0 +1,72 @@
+// The runtime directory holds the socket, the token and the locks. Security rests on it being a real
+// directory of ours that no one else can enter (NOTES.md: Node has no peer-credential API).
+
+import fs from 'node:fs';
+import { AstraError } from '../protocol/index.js';
+
+export type UnsafeDirProblem = 'symlink' | 'not_directory' | 'wrong_owner' | 'open_permissions' | 'cannot_create';
+
+/** Creates `dir` (and parents) 0700 if missing, then refuses it unless it is a real, private directory of this user. */
+export function ensurePrivateDir(dir: string): void {
+  let created: string | undefined;
+  try {
+    created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    // EEXIST/ENOTDIR (a dangling symlink, a file in the way) are diagnosed by the checks below.
+    if (!fs.existsSync(dir) && !isSymlink(dir)) {
+      throw unsafeDir(dir, { problem: 'cannot_create', detail: `it cannot be created (${(e as NodeJS.ErrnoException).code ?? String(e)})` });
+    }
+  }
+  // A directory we just made gets exactly 0700 whatever the umask.
+  if (created !== undefined && process.platform !== 'win32') {
+    const st = fs.lstatSync(dir);
+    if (st.isDirectory() && !st.isSymbolicLink()) fs.chmodSync(dir, 0o700);
+  }
+  const problem = privateDirProblem(dir);
+  if (problem) throw unsafeDir(dir, problem);
+}
+
+/** Why `dir` is not safe as a runtime directory, or undefined when it is. */
+export function privateDirProblem(dir: string): { problem: UnsafeDirProblem; detail: string } | undefined {
+  const st = fs.lstatSync(dir);
+  if (st.isSymbolicLink()) return { problem: 'symlink', detail: 'it is a symbolic link' };
+  if (!st.isDirectory()) return { problem: 'not_directory', detail: 'it is not a directory' };
+  if (process.platform === 'win32') return undefined;
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) return { problem: 'wrong_owner', detail: `it is owned by uid ${st.uid}, not by you (uid ${uid})` };
+  if ((st.mode & 0o077) !== 0) {
+    return { problem: 'open_permissions', detail: `its mode is ${(st.mode & 0o777).toString(8).padStart(4, '0')}, open to other users` };
+  }
+  return undefined;
+}
+
+function unsafeDir(dir: string, found: { problem: UnsafeDirProblem; detail: string }): AstraError {
+  const fix: Record<UnsafeDirProblem, string> = {
+    symlink: `remove the symlink (rm ${dir}) so Astra can create a real directory, or set ASTRA_HOME to a private directory`,
+    not_directory: `remove or rename ${dir}, or set ASTRA_HOME to a private directory`,
+    wrong_owner: `remove ${dir} if it is not in use (another user may be squatting on it), or set ASTRA_HOME to a directory you own`,
+    cannot_create: `check the permissions of its parent directory, or set ASTRA_HOME to a directory you can write`,
+    open_permissions: `run: chmod 700 ${dir}  (or set ASTRA_HOME to a private directory)`,
+  };
+  return new AstraError(
+    'unsafe_runtime_dir',
+    `Refusing to use ${dir} as Astra's runtime directory: ${found.detail}. To fix it, ${fix[found.problem]}.`,
+    { dir, problem: found.problem },
+  );
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** For data and log directories: created 0700 when missing, and must be a directory (symlinks allowed). */
+export function ensureDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!fs.statSync(dir).isDirectory()) {
+    throw new AstraError('invalid_state', `${dir} exists but is not a directory; remove it or set ASTRA_HOME.`, { dir });
+  }
+}

@@ -1,0 +1,16 @@
+// runtime/: sessions, turns, approvals, idempotency and the crash-safe per-session journal.
+export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEvents, type SubscriptionSink } from './runtime.js';
+export type { RuntimeLogger } from './logger.js';
+export { silentLogger } from './logger.js';
+export type { Engine, EngineContext, EngineResult, ApprovalRequest } from './engine.js';
+export { createShellEngine, type ShellEngineOptions } from './shell-engine.js';
+export {
+  SessionJournal,
+  JOURNAL_MAGIC,
+  JOURNAL_FORMAT_VERSION,
+  JOURNAL_HEADER_BYTES,
+  RecordKind,
+  encodeRecord,
+} from './journal.js';
+export { JOURNAL_FILE, META_FILE, LEASE_FILE } from './session-host.js';
+export { crc32 } from './crc32.js';

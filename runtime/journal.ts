@@ -1,0 +1,308 @@
+// SessionJournal: one append-only file per session.
+//
+// Layout: a 16-byte header (magic "ASTRAJNL", u16 format version, u16 flags, u32 crc32 of the first
+// 12 bytes), then records: u32 BE length N, u32 BE crc32 over the N bytes, then N bytes = one kind
+// byte + an opaque body. The journal knows nothing of what the bodies mean (the session layer packs
+// them); it guarantees framing, checksums, ordering, batching and durability.
+//
+// Writes: append() only queues bytes in memory; flush() writes everything queued with ONE writeSync
+// (the caller flushes once per tick, so a burst of streamed events costs one syscall); sync() flushes
+// and fsyncs, coalescing concurrent callers onto one fsync. A SIGKILL cannot tear a writeSync to a
+// regular file, so torn tails come from power loss or outside damage; both are truncated on open.
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import { AstraError } from '../protocol/index.js';
+import { crc32 } from './crc32.js';
+import type { RuntimeLogger } from './logger.js';
+
+export const JOURNAL_MAGIC = Buffer.from('ASTRAJNL', 'latin1');
+export const JOURNAL_FORMAT_VERSION = 1;
+export const JOURNAL_HEADER_BYTES = 16;
+export const RECORD_HEADER_BYTES = 8;
+/** A record longer than this is treated as corruption rather than allocated. */
+export const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+
+export const RecordKind = {
+  event: 1,
+  idempotency: 2,
+  settings: 3,
+} as const;
+export type RecordKindValue = (typeof RecordKind)[keyof typeof RecordKind];
+
+export interface ScannedRecord {
+  kind: number;
+  body: Buffer;
+  /** File offset of the record's length header. */
+  offset: number;
+  /** Header + payload bytes. */
+  size: number;
+}
+
+export interface JournalOpenOptions {
+  logger: RuntimeLogger;
+  /** Called for each valid record in order. Return false to treat this record as the start of a corrupt tail. */
+  onRecord(rec: ScannedRecord): boolean | void;
+}
+
+const SCAN_CHUNK_BYTES = 4 * 1024 * 1024;
+
+function encodeHeader(version: number): Buffer {
+  const h = Buffer.alloc(JOURNAL_HEADER_BYTES);
+  JOURNAL_MAGIC.copy(h, 0);
+  h.writeUInt16BE(version, 8);
+  h.writeUInt16BE(0, 10);
+  h.writeUInt32BE(crc32(h.subarray(0, 12)), 12);
+  return h;
+}
+
+function checkHeader(file: string, h: Buffer): void {
+  if (h.length < JOURNAL_HEADER_BYTES || !h.subarray(0, 8).equals(JOURNAL_MAGIC))
+    throw new AstraError('journal_corrupt', `${file} is not an Astra journal (bad magic). Move it aside to recover the other sessions.`, { file });
+  const version = h.readUInt16BE(8);
+  if (h.readUInt32BE(12) !== crc32(h.subarray(0, 12)))
+    throw new AstraError('journal_corrupt', `${file} has a damaged header. Move it aside to recover the other sessions.`, { file });
+  if (version > JOURNAL_FORMAT_VERSION)
+    throw new AstraError(
+      'journal_unsupported',
+      `${file} has journal format ${version}, but this Astra reads formats up to ${JOURNAL_FORMAT_VERSION}. Upgrade Astra; the file was left untouched.`,
+      { file, formatVersion: version, supportedVersion: JOURNAL_FORMAT_VERSION },
+    );
+  if (version < 1) throw new AstraError('journal_corrupt', `${file} has an invalid format version ${version}.`, { file });
+}
+
+export function encodeRecord(kind: number, body: Uint8Array): Buffer {
+  const rec = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
+  rec.writeUInt32BE(1 + body.length, 0);
+  rec[8] = kind;
+  rec.set(body, 9);
+  rec.writeUInt32BE(crc32(rec.subarray(8)), 4);
+  return rec;
+}
+
+/** Parses whole records from buf starting at pos; stops at the first incomplete or bad one. */
+function parseRecords(
+  buf: Buffer,
+  baseOffset: number,
+  fn: (rec: ScannedRecord) => boolean,
+): { consumed: number; bad: string | undefined } {
+  let pos = 0;
+  while (buf.length - pos >= RECORD_HEADER_BYTES) {
+    const len = buf.readUInt32BE(pos);
+    if (len < 1 || len > MAX_RECORD_BYTES) return { consumed: pos, bad: `record length ${len} out of range` };
+    if (buf.length - pos - RECORD_HEADER_BYTES < len) break;
+    const payload = buf.subarray(pos + RECORD_HEADER_BYTES, pos + RECORD_HEADER_BYTES + len);
+    if (crc32(payload) !== buf.readUInt32BE(pos + 4)) return { consumed: pos, bad: 'checksum mismatch' };
+    const ok = fn({ kind: payload[0]!, body: payload.subarray(1), offset: baseOffset + pos, size: RECORD_HEADER_BYTES + len });
+    if (!ok) return { consumed: pos, bad: 'record rejected by reader' };
+    pos += RECORD_HEADER_BYTES + len;
+  }
+  return { consumed: pos, bad: undefined };
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export class SessionJournal {
+  readonly file: string;
+  private fd: number;
+  /** Bytes on disk (written, maybe not yet fsynced). */
+  private written: number;
+  private synced: number;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private syncing: Promise<void> | undefined;
+  private closed = false;
+  private failure: Error | undefined;
+
+  private constructor(file: string, fd: number, size: number) {
+    this.file = file;
+    this.fd = fd;
+    this.written = size;
+    this.synced = size;
+  }
+
+  /** Creates a new journal (fails if the file exists), fsyncing the file and its directory. */
+  static async create(file: string): Promise<SessionJournal> {
+    const fd = fs.openSync(file, 'wx', 0o600);
+    try {
+      fs.writeSync(fd, encodeHeader(JOURNAL_FORMAT_VERSION));
+      fs.fsyncSync(fd);
+    } catch (e) {
+      fs.closeSync(fd);
+      throw e;
+    }
+    await fsyncDir(path.dirname(file));
+    return new SessionJournal(file, fd, JOURNAL_HEADER_BYTES);
+  }
+
+  /**
+   * Opens an existing journal: checks the header (never touching a newer format), streams every
+   * record to onRecord, and truncates a torn or corrupt tail (the cut bytes are kept beside the
+   * journal as `<file>.tail-<ms>` so nothing is destroyed silently).
+   */
+  static async open(file: string, opts: JournalOpenOptions): Promise<SessionJournal> {
+    const fd = fs.openSync(file, 'r+');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
+      const got = fs.readSync(fd, header, 0, JOURNAL_HEADER_BYTES, 0);
+      checkHeader(file, header.subarray(0, got));
+
+      let offset = JOURNAL_HEADER_BYTES;
+      let carry: Buffer = Buffer.alloc(0);
+      let bad: string | undefined;
+      let goodEnd = JOURNAL_HEADER_BYTES;
+      const chunk = Buffer.allocUnsafe(SCAN_CHUNK_BYTES);
+      while (offset < size && bad === undefined) {
+        const n = await new Promise<number>((resolve, reject) =>
+          fs.read(fd, chunk, 0, Math.min(SCAN_CHUNK_BYTES, size - offset), offset, (err, bytes) => (err ? reject(err) : resolve(bytes))),
+        );
+        if (n === 0) break;
+        const base = goodEnd;
+        // Copy: records handed to onRecord must not alias the reusable chunk buffer.
+        const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : Buffer.from(chunk.subarray(0, n));
+        offset += n;
+        const r = parseRecords(buf, base, (rec) => opts.onRecord(rec) !== false);
+        goodEnd = base + r.consumed;
+        bad = r.bad;
+        carry = buf.subarray(r.consumed);
+        if (carry.length >= RECORD_HEADER_BYTES && carry.readUInt32BE(0) > MAX_RECORD_BYTES) bad = 'record length out of range';
+      }
+      if (bad === undefined && goodEnd < size) bad = `torn record (${size - goodEnd} bytes at the end)`;
+      if (goodEnd < size) {
+        const tailFile = `${file}.tail-${Date.now()}`;
+        try {
+          const tail = Buffer.alloc(size - goodEnd);
+          fs.readSync(fd, tail, 0, tail.length, goodEnd);
+          fs.writeFileSync(tailFile, tail, { mode: 0o600 });
+        } catch {
+          // Keeping the cut bytes is a courtesy; truncating is what makes the journal usable.
+        }
+        opts.logger.warn(
+          { file, offset: goodEnd, droppedBytes: size - goodEnd, reason: bad, savedTo: tailFile },
+          'journal tail was torn or corrupt; truncated to the last good record',
+        );
+        fs.ftruncateSync(fd, goodEnd);
+        fs.fsyncSync(fd);
+      }
+      return new SessionJournal(file, fd, goodEnd);
+    } catch (e) {
+      fs.closeSync(fd);
+      throw e;
+    }
+  }
+
+  /** Bytes durably written to the file (excluding queued bytes). */
+  get size(): number {
+    return this.written;
+  }
+
+  get hasPending(): boolean {
+    return this.pendingBytes > 0;
+  }
+
+  /** Queues one record; returns the file offset it will occupy. */
+  append(kind: number, body: Uint8Array): number {
+    if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
+    if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
+    const rec = encodeRecord(kind, body);
+    const offset = this.written + this.pendingBytes;
+    this.pending.push(rec);
+    this.pendingBytes += rec.length;
+    return offset;
+  }
+
+  /** Writes everything queued with one write. Throws (and poisons the journal) on I/O failure. */
+  flush(): void {
+    if (this.pendingBytes === 0) return;
+    if (this.failure) throw this.failure;
+    const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    try {
+      let off = 0;
+      while (off < buf.length) off += fs.writeSync(this.fd, buf, off, buf.length - off, this.written + off);
+    } catch (e) {
+      // A partial write leaves bytes we may not own; the next open truncates them as a torn tail.
+      this.failure = e as Error;
+      throw e;
+    }
+    this.written += buf.length;
+  }
+
+  /** Flushes and fsyncs; concurrent callers share one fsync where they can. */
+  async sync(): Promise<void> {
+    this.flush();
+    const target = this.written;
+    while (this.synced < target) {
+      if (this.failure) throw this.failure;
+      if (!this.syncing) this.syncing = this.fsyncOnce();
+      await this.syncing;
+    }
+  }
+
+  private async fsyncOnce(): Promise<void> {
+    const upTo = this.written;
+    try {
+      await new Promise<void>((resolve, reject) => fs.fsync(this.fd, (err) => (err ? reject(err) : resolve())));
+      if (upTo > this.synced) this.synced = upTo;
+    } catch (e) {
+      this.failure = e as Error;
+      throw e;
+    } finally {
+      this.syncing = undefined;
+    }
+  }
+
+  /**
+   * Reads whole records from `offset` until `maxBytes` have been read or `end` (exclusive) is
+   * reached; only bytes already written are visible. Returns the records and the next offset.
+   */
+  async readRecords(offset: number, maxBytes: number, end = this.written): Promise<{ records: ScannedRecord[]; nextOffset: number }> {
+    const limit = Math.min(end, this.written);
+    if (offset >= limit) return { records: [], nextOffset: offset };
+    const want = Math.min(limit - offset, Math.max(maxBytes, RECORD_HEADER_BYTES));
+    let buf = Buffer.allocUnsafe(want);
+    let n = await this.readAt(buf, offset);
+    buf = buf.subarray(0, n);
+    // A record larger than the window: grow the read to hold at least that one record.
+    if (buf.length >= RECORD_HEADER_BYTES) {
+      const first = RECORD_HEADER_BYTES + buf.readUInt32BE(0);
+      if (first > buf.length && first <= limit - offset && first <= MAX_RECORD_BYTES + RECORD_HEADER_BYTES) {
+        buf = Buffer.allocUnsafe(first);
+        n = await this.readAt(buf, offset);
+        buf = buf.subarray(0, n);
+      }
+    }
+    const records: ScannedRecord[] = [];
+    const r = parseRecords(buf, offset, (rec) => {
+      records.push(rec);
+      return true;
+    });
+    if (r.bad) throw new AstraError('journal_corrupt', `${this.file}: ${r.bad} at offset ${offset + r.consumed}`, { file: this.file });
+    return { records, nextOffset: offset + r.consumed };
+  }
+
+  private readAt(buf: Buffer, position: number): Promise<number> {
+    return new Promise((resolve, reject) =>
+      fs.read(this.fd, buf, 0, buf.length, position, (err, bytes) => (err ? reject(err) : resolve(bytes))),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.sync();
+    } finally {
+      this.closed = true;
+      fs.closeSync(this.fd);
+    }
+  }
+}

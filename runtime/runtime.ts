@@ -1,0 +1,653 @@
+// Runtime: the domain the daemon hosts — sessions, turns, approvals, idempotency — over durable
+// per-session journals (DESIGN.md §5). It knows nothing of sockets or leases' rules; the daemon
+// composes it with the lease manager and overlays `controller` on the Session objects it returns.
+//
+// Files: <dataDir>/sessions/<id>/journal.astra (the truth), meta.json (a summary so start-up reads no
+// journals; rebuilt from the journal when missing or stale), lease.json (the daemon's lease sidecar).
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { EventData, FinalTurnStatus, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
+import { AstraError, LIMITS, isAstraError } from '../protocol/index.js';
+import type { ApprovalRequest, Engine, EngineContext, EngineResult } from './engine.js';
+import { RecordKind } from './journal.js';
+import { silentLogger, type RuntimeLogger } from './logger.js';
+import {
+  JOURNAL_FILE,
+  LEASE_FILE,
+  META_FILE,
+  META_FORMAT_VERSION,
+  SessionHost,
+  writeFileAtomic,
+  type HostOptions,
+  type SessionMeta,
+  type SubscriptionSink,
+} from './session-host.js';
+import { createShellEngine } from './shell-engine.js';
+
+export interface RuntimeOptions {
+  /** Sessions live in <dataDir>/sessions/<id>/. */
+  dataDir: string;
+  /** 'shell' is built in and the default engine. */
+  engines?: Record<string, Engine>;
+  defaultEngine?: string;
+  /** Default LIMITS.maxInputChars. */
+  maxInputChars?: number;
+  /** Bounded delay before streamed output is fsynced (writes happen once per tick regardless). Default 5 ms. */
+  groupCommitMs?: number;
+  /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
+  cacheBytesPerSession?: number;
+  logger?: RuntimeLogger;
+  now?: () => number;
+}
+
+export interface CreateSessionParams {
+  title?: string;
+  cwd?: string;
+  engine?: string;
+  approvalPolicy?: ApprovalPolicy;
+  onControllerLost?: OnControllerLost;
+  idempotencyKey?: string;
+}
+
+export interface RuntimeEvents {
+  approvalRequested: (a: ApprovalRequest) => void;
+  turnEnded: (sessionId: string, turnId: string, status: FinalTurnStatus) => void;
+  event: (e: SessionEvent) => void;
+}
+
+export type { SubscriptionSink };
+
+const SESSION_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+const DEFAULT_READ_MAX_BYTES = 7 * 1024 * 1024;
+const DEFAULT_READ_LIMIT = 1000;
+const MAX_LIST_LIMIT = 1000;
+
+function newId(prefix: string): string {
+  // Time first so ids sort roughly by creation; random tail so they never collide.
+  return `${prefix}_${Date.now().toString(36)}${crypto.randomBytes(6).toString('hex')}`;
+}
+
+function fingerprint(value: unknown): string {
+  return crypto.createHash('sha256').update(JSON.stringify(value)).digest('base64url');
+}
+
+function readMeta(file: string): SessionMeta | undefined {
+  try {
+    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as SessionMeta;
+    if (typeof m !== 'object' || m === null || typeof m.id !== 'string' || typeof m.journalBytes !== 'number') return undefined;
+    if (m.format > META_FORMAT_VERSION) return undefined;
+    return m;
+  } catch {
+    return undefined;
+  }
+}
+
+function encodeCursor(createdAt: number, id: string): string {
+  return `c1.${Buffer.from(JSON.stringify([createdAt, id])).toString('base64url')}`;
+}
+
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  const bad = () => new AstraError('cursor_expired', 'The session list cursor is not valid; list again from the start.');
+  if (!cursor.startsWith('c1.')) throw bad();
+  try {
+    const v = JSON.parse(Buffer.from(cursor.slice(3), 'base64url').toString('utf8')) as unknown;
+    if (!Array.isArray(v) || typeof v[0] !== 'number' || typeof v[1] !== 'string') throw bad();
+    return { createdAt: v[0], id: v[1] };
+  } catch {
+    throw bad();
+  }
+}
+
+/** Newest first: createdAt descending, then id descending. */
+function compareNewestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
+  if (a.createdAt !== b.createdAt) return b.createdAt - a.createdAt;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+interface SessionEntry {
+  meta?: SessionMeta;
+  host?: SessionHost;
+  loading?: Promise<SessionHost>;
+  error?: AstraError;
+}
+
+export class Runtime {
+  private readonly sessionsDir: string;
+  private readonly engines: Record<string, Engine>;
+  private readonly defaultEngine: string;
+  private readonly maxInputChars: number;
+  private readonly logger: RuntimeLogger;
+  private readonly now: () => number;
+  private readonly hostOpts: HostOptions;
+  private readonly sessions = new Map<string, SessionEntry>();
+  private readonly createKeys = new Map<string, { fingerprint: string; sessionId?: string; promise?: Promise<Session> }>();
+  private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
+  private closed = false;
+
+  private constructor(opts: RuntimeOptions) {
+    this.sessionsDir = path.join(opts.dataDir, 'sessions');
+    this.engines = { shell: createShellEngine(), ...(opts.engines ?? {}) };
+    this.defaultEngine = opts.defaultEngine ?? 'shell';
+    if (!this.engines[this.defaultEngine])
+      throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${Object.keys(this.engines).join(', ')}`);
+    this.maxInputChars = opts.maxInputChars ?? LIMITS.maxInputChars;
+    this.logger = opts.logger ?? silentLogger;
+    this.now = opts.now ?? Date.now;
+    this.hostOpts = {
+      logger: this.logger,
+      now: this.now,
+      groupCommitMs: opts.groupCommitMs ?? 5,
+      cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
+      onPublish: (e) => this.emit('event', e),
+    };
+  }
+
+  /**
+   * Reads each session's small meta.json (never a journal) — except sessions whose meta is missing
+   * or older than their journal (a crash since it was written): those are loaded now, which also
+   * marks a turn left running as 'interrupted'.
+   */
+  static async open(opts: RuntimeOptions): Promise<Runtime> {
+    const rt = new Runtime(opts);
+    fs.mkdirSync(rt.sessionsDir, { recursive: true, mode: 0o700 });
+    const recover: string[] = [];
+    for (const name of fs.readdirSync(rt.sessionsDir)) {
+      if (!SESSION_ID_RE.test(name)) continue;
+      const dir = path.join(rt.sessionsDir, name);
+      let journalBytes: number;
+      try {
+        journalBytes = fs.statSync(path.join(dir, JOURNAL_FILE)).size;
+      } catch {
+        rt.logger.warn({ sessionId: name, dir }, 'session directory has no journal; ignoring it');
+        continue;
+      }
+      const meta = readMeta(path.join(dir, META_FILE));
+      const entry: SessionEntry = {};
+      if (meta && meta.id === name) {
+        entry.meta = meta;
+        if (meta.createKey && meta.createFingerprint) rt.createKeys.set(meta.createKey, { fingerprint: meta.createFingerprint, sessionId: name });
+      }
+      rt.sessions.set(name, entry);
+      if (!entry.meta || entry.meta.journalBytes !== journalBytes) recover.push(name);
+    }
+    for (const id of recover) {
+      try {
+        await rt.load(id);
+      } catch (e) {
+        rt.logger.error({ sessionId: id, err: (e as Error).message }, 'session could not be loaded');
+      }
+    }
+    return rt;
+  }
+
+  // ---- events ----
+
+  on<K extends keyof RuntimeEvents>(event: K, fn: RuntimeEvents[K]): void {
+    this.listeners[event].push(fn);
+  }
+
+  off<K extends keyof RuntimeEvents>(event: K, fn: RuntimeEvents[K]): void {
+    const list = this.listeners[event] as RuntimeEvents[K][];
+    const i = list.indexOf(fn);
+    if (i >= 0) list.splice(i, 1);
+  }
+
+  private emit<K extends keyof RuntimeEvents>(event: K, ...args: Parameters<RuntimeEvents[K]>): void {
+    for (const fn of this.listeners[event]) {
+      try {
+        (fn as (...a: Parameters<RuntimeEvents[K]>) => void)(...args);
+      } catch (e) {
+        this.logger.error({ event, err: (e as Error).message }, 'runtime listener threw');
+      }
+    }
+  }
+
+  // ---- loading ----
+
+  private checkOpen(): void {
+    if (this.closed) throw new AstraError('shutting_down', 'The runtime is closed.');
+  }
+
+  private async load(id: string): Promise<SessionHost> {
+    this.checkOpen();
+    const entry = SESSION_ID_RE.test(id) ? this.sessions.get(id) : undefined;
+    if (!entry) throw new AstraError('not_found', `No session ${id}.`, { sessionId: id });
+    if (entry.host) return entry.host;
+    if (entry.error) throw entry.error;
+    entry.loading ??= (async () => {
+      try {
+        const host = await SessionHost.load(path.join(this.sessionsDir, id), id, entry.meta, this.hostOpts);
+        entry.host = host;
+        entry.meta = host.meta;
+        if (host.meta.createKey && host.meta.createFingerprint)
+          this.createKeys.set(host.meta.createKey, { fingerprint: host.meta.createFingerprint, sessionId: id });
+        return host;
+      } catch (e) {
+        const err = isAstraError(e)
+          ? e
+          : new AstraError('journal_corrupt', `Session ${id} could not be read: ${(e as Error).message}`, { sessionId: id });
+        entry.error = err;
+        throw err;
+      } finally {
+        entry.loading = undefined;
+      }
+    })();
+    return entry.loading;
+  }
+
+  // ---- sessions ----
+
+  async createSession(p: CreateSessionParams = {}): Promise<Session> {
+    this.checkOpen();
+    const engine = p.engine ?? this.defaultEngine;
+    if (!this.engines[engine])
+      throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ')}.`, { engine });
+    const params = {
+      title: p.title ?? '',
+      cwd: path.resolve(p.cwd ?? os.homedir()),
+      engine,
+      approvalPolicy: p.approvalPolicy ?? 'ask',
+      onControllerLost: p.onControllerLost ?? 'cancel',
+    } as const;
+    const key = p.idempotencyKey;
+    if (key !== undefined) {
+      const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost });
+      const known = this.createKeys.get(key);
+      if (known) {
+        if (known.fingerprint !== fp)
+          throw new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
+        if (known.promise) return known.promise;
+        return (await this.load(known.sessionId!)).toSession();
+      }
+      const entry: { fingerprint: string; sessionId?: string; promise?: Promise<Session> } = { fingerprint: fp };
+      this.createKeys.set(key, entry);
+      entry.promise = this.doCreate(params, { key, fingerprint: fp }).then(
+        (s) => {
+          entry.sessionId = s.id;
+          entry.promise = undefined;
+          return s;
+        },
+        (e: unknown) => {
+          this.createKeys.delete(key);
+          throw e;
+        },
+      );
+      return entry.promise;
+    }
+    return this.doCreate(params, undefined);
+  }
+
+  private async doCreate(
+    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost },
+    idem: { key: string; fingerprint: string } | undefined,
+  ): Promise<Session> {
+    const id = newId('ses');
+    const now = Math.floor(this.now());
+    const meta: SessionMeta = {
+      format: META_FORMAT_VERSION,
+      id,
+      title: params.title,
+      cwd: params.cwd,
+      engine: params.engine,
+      approvalPolicy: params.approvalPolicy,
+      onControllerLost: params.onControllerLost,
+      archived: false,
+      createdAt: now,
+      updatedAt: now,
+      headSeq: 0,
+      epoch: 0,
+      journalBytes: 0,
+      ...(idem ? { createKey: idem.key, createFingerprint: idem.fingerprint } : {}),
+    };
+    const entry: SessionEntry = { meta };
+    this.sessions.set(id, entry);
+    try {
+      entry.host = await SessionHost.create(path.join(this.sessionsDir, id), meta, this.hostOpts, { onControllerLost: params.onControllerLost }, idem);
+    } catch (e) {
+      this.sessions.delete(id);
+      throw e;
+    }
+    return entry.host.toSession();
+  }
+
+  async getSession(id: string): Promise<Session> {
+    return (await this.load(id)).toSession();
+  }
+
+  async listSessions(p: { cursor?: string; limit?: number; includeArchived?: boolean } = {}): Promise<{ sessions: Session[]; nextCursor?: string }> {
+    this.checkOpen();
+    const limit = Math.max(1, Math.min(p.limit ?? 50, MAX_LIST_LIMIT));
+    const after = p.cursor !== undefined ? decodeCursor(p.cursor) : undefined;
+    const rows: { createdAt: number; id: string; entry: SessionEntry }[] = [];
+    for (const [id, entry] of this.sessions) {
+      const meta = entry.host?.meta ?? entry.meta;
+      if (!meta) continue; // unreadable session: reported by getSession, not listed
+      if (meta.archived && !p.includeArchived) continue;
+      rows.push({ createdAt: meta.createdAt, id, entry });
+    }
+    rows.sort(compareNewestFirst);
+    let start = 0;
+    if (after) {
+      start = rows.findIndex((r) => compareNewestFirst(r, after) > 0);
+      if (start < 0) start = rows.length;
+    }
+    const page = rows.slice(start, start + limit);
+    const sessions = page.map((r) => (r.entry.host ? r.entry.host.toSession() : this.sessionFromMeta(r.entry.meta!)));
+    const last = page[page.length - 1];
+    const result: { sessions: Session[]; nextCursor?: string } = { sessions };
+    if (last && start + limit < rows.length) result.nextCursor = encodeCursor(last.createdAt, last.id);
+    return result;
+  }
+
+  private sessionFromMeta(m: SessionMeta): Session {
+    const s: Session = {
+      id: m.id,
+      title: m.title,
+      cwd: m.cwd,
+      engine: m.engine,
+      approvalPolicy: m.approvalPolicy,
+      state: m.archived ? 'archived' : 'idle',
+      createdAt: m.createdAt,
+      updatedAt: m.updatedAt,
+      headSeq: m.headSeq,
+      epoch: m.epoch,
+    };
+    if (m.onControllerLost) s.onControllerLost = m.onControllerLost;
+    return s;
+  }
+
+  async readSession(
+    id: string,
+    p: { sinceSeq?: number; limit?: number; maxBytes?: number } = {},
+  ): Promise<{ session: Session; events: SessionEvent[]; headSeq: number; nextSeq?: number }> {
+    const host = await this.load(id);
+    const since = Math.max(0, p.sinceSeq ?? 0);
+    const limit = Math.max(1, Math.min(p.limit ?? DEFAULT_READ_LIMIT, 100_000));
+    const maxBytes = Math.max(1024, p.maxBytes ?? DEFAULT_READ_MAX_BYTES);
+    const headSeq = host.publishedSeq;
+    const events = await host.readPublished(since, limit, maxBytes);
+    const result: { session: Session; events: SessionEvent[]; headSeq: number; nextSeq?: number } = { session: host.toSession(), events, headSeq };
+    const lastSeq = events.length ? events[events.length - 1]!.seq : since;
+    if (lastSeq < headSeq) result.nextSeq = lastSeq;
+    return result;
+  }
+
+  async renameSession(id: string, title: string): Promise<Session> {
+    const host = await this.load(id);
+    host.append('session.updated', { title });
+    await host.sync();
+    host.writeMeta(false);
+    return host.toSession();
+  }
+
+  async archiveSession(id: string): Promise<Session> {
+    const host = await this.load(id);
+    if (host.meta.archived) return host.toSession();
+    if (host.running)
+      throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before archiving.`, { sessionId: id, turnId: host.running.turnId });
+    host.append('session.updated', { state: 'archived' });
+    await host.sync();
+    host.writeMeta(false);
+    return host.toSession();
+  }
+
+  // ---- turns ----
+
+  async startTurn(id: string, input: { text: string }, idempotencyKey: string): Promise<{ turnId: string }> {
+    const host = await this.load(id);
+    const text = input.text;
+    if (text.length > this.maxInputChars)
+      throw new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${this.maxInputChars}. Shorten it.`, {
+        max_chars: this.maxInputChars,
+        actual_chars: text.length,
+      });
+    const fp = fingerprint({ m: 'turn/start', text });
+    const known = host.idempotency.get(idempotencyKey);
+    if (known) {
+      if (known.fingerprint !== fp)
+        throw new AstraError('idempotency_conflict', `Idempotency key ${idempotencyKey} was used with a different input.`, { idempotencyKey });
+      if (known.state === 'done') return known.result as { turnId: string };
+      return (await known.promise) as { turnId: string };
+    }
+    if (host.meta.archived) throw new AstraError('invalid_state', `Session ${id} is archived; create a new session.`, { sessionId: id });
+    if (host.running)
+      throw new AstraError('turn_in_progress', `Session ${id} already has turn ${host.running.turnId} running; cancel it or wait.`, {
+        sessionId: id,
+        turnId: host.running.turnId,
+      });
+
+    const turnId = newId('turn');
+    const abort = new AbortController();
+    host.running = { turnId, status: 'running', abort, ended: false, orphan: false };
+    host.lastTurnId = turnId;
+    const result = { turnId };
+    const entry = { fingerprint: fp, state: 'in_progress' as 'in_progress' | 'done', result: undefined as unknown, promise: undefined as Promise<unknown> | undefined };
+    host.idempotency.set(idempotencyKey, entry);
+    // The idempotency record goes last: if it survives a crash, the turn's events before it do too.
+    entry.promise = (async () => {
+      host.append('turn.started', { turnId, input: { text } });
+      host.append('message.user', { turnId, text });
+      host.appendInternal(RecordKind.idempotency, { key: idempotencyKey, fingerprint: fp, result });
+      await host.sync();
+      entry.state = 'done';
+      entry.result = result;
+      entry.promise = undefined;
+      return result;
+    })();
+    try {
+      await entry.promise;
+    } catch (e) {
+      host.idempotency.delete(idempotencyKey);
+      host.running = undefined;
+      throw e;
+    }
+    void this.runTurn(host, turnId, text, abort);
+    return result;
+  }
+
+  private async runTurn(host: SessionHost, turnId: string, text: string, abort: AbortController): Promise<void> {
+    const engine = this.engines[host.meta.engine];
+    const turn = host.running!;
+    const ctx: EngineContext = {
+      sessionId: host.id,
+      turnId,
+      cwd: host.meta.cwd,
+      input: { text },
+      approvalPolicy: host.meta.approvalPolicy,
+      signal: abort.signal,
+      emit: (type, data) => {
+        if (turn.ended || this.closed) return;
+        try {
+          if (type === 'command.output') {
+            const d = data as EventData<'command.output'>;
+            const max = LIMITS.maxOutputChunkBytes;
+            if (d.data.length > max) {
+              for (let off = 0; off < d.data.length; off += max)
+                host.append('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
+              return;
+            }
+          }
+          host.append(type, data);
+        } catch (e) {
+          this.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
+        }
+      },
+      requestApproval: (req) => this.requestApproval(host, turnId, abort.signal, req),
+    };
+    let result: EngineResult;
+    try {
+      if (!engine) throw new Error(`engine '${host.meta.engine}' is not available in this daemon`);
+      result = await engine.runTurn(ctx);
+    } catch (e) {
+      result = { status: 'failed', error: (e as Error).message };
+    }
+    if (this.closed) return; // close() cancels nothing; the next open marks the turn interrupted
+    for (const a of [...host.approvals.values()]) if (a.turnId === turnId) this.dropApproval(host, a.approvalId, 'the turn ended');
+    host.finishTurnState(turnId, result.status);
+    const data: EventData<'turn.completed'> = { turnId, status: result.status };
+    if (result.exitCode !== undefined) data.exitCode = result.exitCode;
+    if (result.error !== undefined) data.error = result.error;
+    try {
+      host.append('turn.completed', data);
+      await host.sync();
+    } catch (e) {
+      this.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be made durable');
+    }
+    this.emit('turnEnded', host.id, turnId, result.status);
+  }
+
+  async cancelTurn(id: string, turnId?: string): Promise<{ turnId: string; status: TurnStatus }> {
+    const host = await this.load(id);
+    const running = host.running;
+    if (running && (turnId === undefined || turnId === running.turnId)) {
+      if (running.status === 'running') {
+        running.status = 'cancelling';
+        running.abort.abort();
+      }
+      return { turnId: running.turnId, status: running.status };
+    }
+    const target = turnId ?? host.lastTurnId;
+    const status = target !== undefined ? host.turns.get(target) : undefined;
+    if (target === undefined || status === undefined)
+      throw new AstraError('not_found', turnId ? `Session ${id} has no turn ${turnId}.` : `Session ${id} has no turn to cancel.`, { sessionId: id, turnId });
+    return { turnId: target, status };
+  }
+
+  async mutationStatus(id: string, idempotencyKey: string): Promise<{ state: 'unknown' | 'in_progress' | 'done'; result?: unknown }> {
+    const host = await this.load(id);
+    const e = host.idempotency.get(idempotencyKey);
+    if (!e) return { state: 'unknown' };
+    return e.state === 'done' ? { state: 'done', result: e.result } : { state: 'in_progress' };
+  }
+
+  runningTurns(): { sessionId: string; turnId: string }[] {
+    const out: { sessionId: string; turnId: string }[] = [];
+    for (const [id, e] of this.sessions) if (e.host?.running) out.push({ sessionId: id, turnId: e.host.running.turnId });
+    return out;
+  }
+
+  loadedSessionIds(): string[] {
+    return [...this.sessions].filter(([, e]) => e.host).map(([id]) => id);
+  }
+
+  // ---- subscriptions ----
+
+  /**
+   * Registers the sink, then resolves with the headSeq at that moment. The backlog (seq > sinceSeq)
+   * is delivered asynchronously afterwards — never before this promise resolves — in pages, awaiting
+   * sink.waitForCapacity between pages; then sink.onReplayed(throughSeq), then live events.
+   */
+  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink): Promise<{ headSeq: number; unsubscribe(): void }> {
+    const host = await this.load(id);
+    return host.subscribe(sinceSeq, sink);
+  }
+
+  // ---- leases (persistence only; the rules live in lease/) ----
+
+  async appendLeaseChange(id: string, data: EventData<'lease.changed'>): Promise<SessionEvent> {
+    const host = await this.load(id);
+    const e = host.append('lease.changed', data);
+    await host.sync();
+    host.writeMeta(false);
+    return e;
+  }
+
+  async saveLeaseState(id: string, state: object): Promise<void> {
+    const host = await this.load(id);
+    writeFileAtomic(path.join(host.dir, LEASE_FILE), JSON.stringify(state), true);
+  }
+
+  async loadLeaseState(id: string): Promise<object | undefined> {
+    const host = await this.load(id);
+    try {
+      const v = JSON.parse(fs.readFileSync(path.join(host.dir, LEASE_FILE), 'utf8')) as unknown;
+      return typeof v === 'object' && v !== null ? v : undefined;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn({ sessionId: id, err: (e as Error).message }, 'lease state unreadable; ignoring it');
+      return undefined;
+    }
+  }
+
+  // ---- approvals ----
+
+  private requestApproval(host: SessionHost, turnId: string, signal: AbortSignal, req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'> {
+    if (signal.aborted) return Promise.reject(new DOMException('The turn was cancelled.', 'AbortError'));
+    const approvalId = newId('apr');
+    return new Promise<'approve' | 'deny'>((resolve, reject) => {
+      const pending = { approvalId, turnId, command: req.command, cwd: req.cwd, ...(req.reason !== undefined ? { reason: req.reason } : {}), settle: { resolve, reject } };
+      host.approvals.set(approvalId, pending);
+      const onAbort = () => {
+        if (host.approvals.has(approvalId)) this.dropApproval(host, approvalId, 'the turn was cancelled');
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      const data: EventData<'approval.requested'> = { turnId, approvalId, command: req.command, cwd: req.cwd };
+      if (req.reason !== undefined) data.reason = req.reason;
+      host.append('approval.requested', data);
+      // Publish now so observers see the request in the stream before the host asks anyone.
+      host.flush();
+      const a: ApprovalRequest = { sessionId: host.id, approvalId, turnId, command: req.command, cwd: req.cwd };
+      if (req.reason !== undefined) a.reason = req.reason;
+      this.emit('approvalRequested', a);
+    });
+  }
+
+  private dropApproval(host: SessionHost, approvalId: string, reason: string): void {
+    const a = host.approvals.get(approvalId);
+    if (!a) return;
+    host.approvals.delete(approvalId);
+    try {
+      host.append('approval.resolved', { turnId: a.turnId, approvalId, decision: 'deny', reason });
+    } catch {
+      // Closed runtime: the next open resolves it as interrupted.
+    }
+    a.settle?.reject(new DOMException(`Approval withdrawn: ${reason}.`, 'AbortError'));
+  }
+
+  pendingApprovals(id: string): ApprovalRequest[] {
+    const host = this.sessions.get(id)?.host;
+    if (!host) return [];
+    return [...host.approvals.values()].map((a) => {
+      const r: ApprovalRequest = { sessionId: id, approvalId: a.approvalId, turnId: a.turnId, command: a.command, cwd: a.cwd };
+      if (a.reason !== undefined) r.reason = a.reason;
+      return r;
+    });
+  }
+
+  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }): Promise<void> {
+    const host = await this.load(id);
+    const a = host.approvals.get(approvalId);
+    if (!a) throw new AstraError('not_found', `Session ${id} has no pending approval ${approvalId}.`, { sessionId: id, approvalId });
+    host.approvals.delete(approvalId);
+    const data: EventData<'approval.resolved'> = { turnId: a.turnId, approvalId, decision };
+    if (by) {
+      const b: { clientName?: string; connectionId?: string } = {};
+      if (by.clientName !== undefined) b.clientName = by.clientName;
+      if (by.connectionId !== undefined) b.connectionId = by.connectionId;
+      data.by = b;
+    }
+    host.append('approval.resolved', data);
+    await host.sync();
+    a.settle?.resolve(decision);
+  }
+
+  // ---- shutdown ----
+
+  /** Cancels nothing: flushes and fsyncs every loaded journal and writes fresh meta files. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const errors: Error[] = [];
+    for (const [id, e] of this.sessions) {
+      if (!e.host) continue;
+      try {
+        await e.host.close();
+      } catch (err) {
+        errors.push(err as Error);
+        this.logger.error({ sessionId: id, err: (err as Error).message }, 'journal close failed');
+      }
+    }
+    if (errors.length) throw new AstraError('internal_error', `${errors.length} journal(s) failed to close: ${errors[0]!.message}`);
+  }
+}

@@ -1,0 +1,530 @@
+// SessionHost: one loaded session — its state, its journal, its in-memory tail of events, its
+// subscribers, and its running turn. The Runtime owns the map of hosts and the public API.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Packr, Unpackr } from 'msgpackr';
+import type {
+  ApprovalPolicy,
+  EventData,
+  EventType,
+  FinalTurnStatus,
+  OnControllerLost,
+  Session,
+  SessionEvent,
+  SessionState,
+  TurnStatus,
+} from '../protocol/index.js';
+import { AstraError } from '../protocol/index.js';
+import { RecordKind, SessionJournal, type ScannedRecord } from './journal.js';
+import type { RuntimeLogger } from './logger.js';
+
+// Journal bodies are private to the runtime, but plain msgpack keeps them readable by other tools.
+const packr = new Packr({ useRecords: false, variableMapSize: true });
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+
+export const META_FORMAT_VERSION = 1;
+export const JOURNAL_FILE = 'journal.astra';
+export const META_FILE = 'meta.json';
+export const LEASE_FILE = 'lease.json';
+
+/** Small per-session summary kept beside the journal so start-up does not read journals. */
+export interface SessionMeta {
+  format: number;
+  id: string;
+  title: string;
+  cwd: string;
+  engine: string;
+  approvalPolicy: ApprovalPolicy;
+  onControllerLost?: OnControllerLost;
+  archived: boolean;
+  createdAt: number;
+  updatedAt: number;
+  headSeq: number;
+  epoch: number;
+  /** Journal size when this meta was written; a mismatch at start-up means "load the journal". */
+  journalBytes: number;
+  createKey?: string;
+  createFingerprint?: string;
+}
+
+export interface IdempotencyEntry {
+  fingerprint: string;
+  state: 'in_progress' | 'done';
+  result?: unknown;
+  promise?: Promise<unknown>;
+}
+
+export interface SubscriptionSink {
+  onEvent(e: SessionEvent): void;
+  waitForCapacity?(): Promise<void>;
+  /** Called once the backlog has been delivered; live events follow. */
+  onReplayed?(throughSeq: number): void;
+}
+
+interface PendingApproval {
+  approvalId: string;
+  turnId: string;
+  command: string;
+  cwd: string;
+  reason?: string;
+  settle?: { resolve(d: 'approve' | 'deny'): void; reject(e: Error): void };
+}
+
+export interface RunningTurn {
+  turnId: string;
+  status: 'running' | 'cancelling';
+  abort: AbortController;
+  ended: boolean;
+  /** Replayed from the journal after a crash: no engine is running it. */
+  orphan: boolean;
+}
+
+interface CachedEvent {
+  event: SessionEvent;
+  size: number;
+}
+
+export interface HostOptions {
+  logger: RuntimeLogger;
+  now: () => number;
+  groupCommitMs: number;
+  cacheBytes: number;
+  onPublish(e: SessionEvent): void;
+}
+
+const INDEX_EVERY = 64;
+const SUBSCRIBE_PAGE_EVENTS = 2000;
+const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
+/** Envelope overhead beyond the journal record when an event goes on the wire (sessionId, keys). */
+const WIRE_OVERHEAD = 64;
+
+export function writeFileAtomic(file: string, data: string | Buffer, durable: boolean): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  const fd = fs.openSync(tmp, 'w', 0o600);
+  try {
+    fs.writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    if (durable) fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+  if (durable) {
+    const dfd = fs.openSync(path.dirname(file), 'r');
+    try {
+      fs.fsyncSync(dfd);
+    } finally {
+      fs.closeSync(dfd);
+    }
+  }
+}
+
+class Subscription {
+  lastSeq: number;
+  live = false;
+  closed = false;
+  constructor(
+    readonly sink: SubscriptionSink,
+    sinceSeq: number,
+  ) {
+    this.lastSeq = sinceSeq;
+  }
+}
+
+export class SessionHost {
+  readonly id: string;
+  readonly dir: string;
+  meta: SessionMeta;
+  journal!: SessionJournal;
+  /** Highest seq assigned (maybe not yet written). */
+  headSeq = 0;
+  /** Highest seq written to the journal and handed to listeners: what anyone may see. */
+  publishedSeq = 0;
+  running: RunningTurn | undefined;
+  readonly turns = new Map<string, FinalTurnStatus>();
+  lastTurnId: string | undefined;
+  readonly idempotency = new Map<string, IdempotencyEntry>();
+  readonly approvals = new Map<string, PendingApproval>();
+  private readonly subs = new Set<Subscription>();
+  private unpublished: SessionEvent[] = [];
+  private flushScheduled = false;
+  private syncTimer: NodeJS.Timeout | undefined;
+  private cache: CachedEvent[] = [];
+  private cacheStart = 0;
+  private cacheBytes = 0;
+  /** Sparse seq → file offset index (every INDEX_EVERY events) for reads older than the cache. */
+  private index: { seq: number; offset: number }[] = [];
+  private closed = false;
+
+  constructor(
+    dir: string,
+    meta: SessionMeta,
+    private readonly opts: HostOptions,
+  ) {
+    this.id = meta.id;
+    this.dir = dir;
+    this.meta = meta;
+  }
+
+  get journalFile(): string {
+    return path.join(this.dir, JOURNAL_FILE);
+  }
+
+  // ---- creation and loading ----
+
+  static async create(dir: string, meta: SessionMeta, opts: HostOptions, settings: object, createIdem?: { key: string; fingerprint: string }): Promise<SessionHost> {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const host = new SessionHost(dir, meta, opts);
+    host.journal = await SessionJournal.create(host.journalFile);
+    host.append('session.created', { title: meta.title, cwd: meta.cwd, engine: meta.engine, approvalPolicy: meta.approvalPolicy });
+    host.journal.append(RecordKind.settings, packr.pack(settings));
+    if (createIdem)
+      host.journal.append(RecordKind.idempotency, packr.pack({ key: createIdem.key, fingerprint: createIdem.fingerprint, result: { sessionId: meta.id } }));
+    await host.sync();
+    host.writeMeta(true);
+    return host;
+  }
+
+  /** Reads the whole journal once to rebuild state; a turn left running by a crash becomes 'interrupted'. */
+  static async load(dir: string, id: string, fallbackMeta: SessionMeta | undefined, opts: HostOptions): Promise<SessionHost> {
+    const meta: SessionMeta = fallbackMeta
+      ? { ...fallbackMeta }
+      : { format: META_FORMAT_VERSION, id, title: '', cwd: '', engine: 'shell', approvalPolicy: 'ask', archived: false, createdAt: 0, updatedAt: 0, headSeq: 0, epoch: 0, journalBytes: 0 };
+    const host = new SessionHost(dir, meta, opts);
+    host.journal = await SessionJournal.open(host.journalFile, { logger: opts.logger, onRecord: (rec) => host.replayRecord(rec) });
+    host.publishedSeq = host.headSeq;
+    host.meta.headSeq = host.headSeq;
+    if (host.running) {
+      const turnId = host.running.turnId;
+      opts.logger.warn({ sessionId: id, turnId }, 'turn was running when the daemon stopped; marking it interrupted');
+      for (const a of [...host.approvals.values()]) {
+        host.approvals.delete(a.approvalId);
+        host.append('approval.resolved', { turnId: a.turnId, approvalId: a.approvalId, decision: 'deny', reason: 'interrupted: the daemon restarted' });
+      }
+      host.finishTurnState(turnId, 'interrupted');
+      host.append('turn.completed', { turnId, status: 'interrupted', error: 'the daemon stopped while this turn was running' });
+      await host.sync();
+    }
+    return host;
+  }
+
+  private replayRecord(rec: ScannedRecord): boolean {
+    let value: unknown;
+    try {
+      value = unpackr.unpack(rec.body);
+    } catch {
+      return false;
+    }
+    if (rec.kind === RecordKind.event) {
+      if (!Array.isArray(value) || value.length !== 4) return false;
+      const [seq, ts, type, data] = value as [number, number, EventType, Record<string, unknown>];
+      if (seq !== this.headSeq + 1 || typeof type !== 'string' || typeof data !== 'object' || data === null) return false;
+      const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent;
+      this.headSeq = seq;
+      if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset: rec.offset });
+      this.cachePush(event, rec.size);
+      this.applyEvent(event);
+    } else if (rec.kind === RecordKind.idempotency) {
+      const r = value as { key?: unknown; fingerprint?: unknown; result?: unknown };
+      if (typeof r?.key !== 'string' || typeof r.fingerprint !== 'string') return false;
+      this.idempotency.set(r.key, { fingerprint: r.fingerprint, state: 'done', result: r.result });
+      if (typeof (r.result as { sessionId?: unknown })?.sessionId === 'string') {
+        this.meta.createKey = r.key;
+        this.meta.createFingerprint = r.fingerprint;
+      }
+    } else if (rec.kind === RecordKind.settings) {
+      const s = value as { onControllerLost?: unknown };
+      if (s?.onControllerLost === 'cancel' || s?.onControllerLost === 'continue') this.meta.onControllerLost = s.onControllerLost;
+    }
+    // Unknown kinds inside a supported format are skipped: they carry nothing this build needs.
+    return true;
+  }
+
+  /** Folds an event into the session's state (used both live and on replay). */
+  private applyEvent(e: SessionEvent): void {
+    const m = this.meta;
+    m.updatedAt = Math.max(m.updatedAt, e.ts);
+    switch (e.type) {
+      case 'session.created':
+        m.title = e.data.title;
+        m.cwd = e.data.cwd;
+        m.engine = e.data.engine;
+        m.approvalPolicy = e.data.approvalPolicy;
+        m.createdAt = e.ts;
+        break;
+      case 'session.updated':
+        if (e.data.title !== undefined) m.title = e.data.title;
+        if (e.data.state === 'archived') m.archived = true;
+        break;
+      case 'lease.changed':
+        m.epoch = Math.max(m.epoch, e.data.epoch);
+        break;
+      case 'turn.started':
+        this.lastTurnId = e.data.turnId;
+        if (!this.running || this.running.turnId !== e.data.turnId)
+          this.running = { turnId: e.data.turnId, status: 'running', abort: new AbortController(), ended: false, orphan: true };
+        break;
+      case 'approval.requested':
+        if (!this.approvals.has(e.data.approvalId))
+          this.approvals.set(e.data.approvalId, { approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) });
+        break;
+      case 'approval.resolved':
+        this.approvals.delete(e.data.approvalId);
+        break;
+      case 'turn.completed':
+        this.finishTurnState(e.data.turnId, e.data.status);
+        break;
+      default:
+        break;
+    }
+  }
+
+  finishTurnState(turnId: string, status: FinalTurnStatus): void {
+    this.turns.set(turnId, status);
+    if (this.running?.turnId === turnId) {
+      this.running.ended = true;
+      this.running = undefined;
+    }
+  }
+
+  // ---- appending and publishing ----
+
+  /** Appends an event: seq assigned now, bytes queued for this tick's single write, published after it. */
+  append<T extends EventType>(type: T, data: EventData<T>): SessionEvent<T> {
+    if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
+    const seq = this.headSeq + 1;
+    const ts = Math.floor(this.opts.now());
+    const body = packr.pack([seq, ts, type, data]);
+    const offset = this.journal.append(RecordKind.event, body);
+    this.headSeq = seq;
+    const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent<T>;
+    if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
+    this.cachePush(event as SessionEvent, body.length + 9);
+    if (type !== 'turn.started' && type !== 'turn.completed') this.applyEvent(event as SessionEvent);
+    else this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
+    this.unpublished.push(event as SessionEvent);
+    this.scheduleFlush();
+    return event;
+  }
+
+  appendInternal(kind: number, value: unknown): void {
+    this.journal.append(kind, packr.pack(value));
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      try {
+        this.flush();
+      } catch (e) {
+        this.opts.logger.error({ sessionId: this.id, err: (e as Error).message }, 'journal write failed; events after this point are not durable');
+      }
+    });
+  }
+
+  /** Writes queued records with one write, then publishes the events they carry. */
+  flush(): void {
+    if (!this.journal.hasPending && this.unpublished.length === 0) return;
+    this.journal.flush();
+    const events = this.unpublished;
+    this.unpublished = [];
+    for (const e of events) {
+      this.publishedSeq = e.seq;
+      this.opts.onPublish(e);
+      for (const s of this.subs) this.offer(s, e);
+    }
+    if (!this.syncTimer && !this.closed) {
+      this.syncTimer = setTimeout(() => {
+        this.syncTimer = undefined;
+        this.journal.sync().catch((err: Error) => this.opts.logger.error({ sessionId: this.id, err: err.message }, 'journal fsync failed'));
+      }, this.opts.groupCommitMs);
+    }
+  }
+
+  /** Makes everything appended so far durable (write + fsync). */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.journal.sync();
+  }
+
+  // ---- in-memory tail ----
+
+  private cachePush(event: SessionEvent, size: number): void {
+    this.cache.push({ event, size });
+    this.cacheBytes += size;
+    while (this.cacheBytes > this.opts.cacheBytes && this.cache.length - this.cacheStart > 1) {
+      this.cacheBytes -= this.cache[this.cacheStart]!.size;
+      this.cache[this.cacheStart] = undefined as unknown as CachedEvent;
+      this.cacheStart++;
+    }
+    if (this.cacheStart > 4096 && this.cacheStart * 2 > this.cache.length) {
+      this.cache = this.cache.slice(this.cacheStart);
+      this.cacheStart = 0;
+    }
+  }
+
+  private get cacheFirstSeq(): number {
+    const first = this.cache[this.cacheStart];
+    return first ? first.event.seq : this.headSeq + 1;
+  }
+
+  /**
+   * Published events with seq > afterSeq, at most `limit` of them and about `maxBytes` of encoded
+   * size (always at least one). From memory when the cache reaches back far enough, else the journal.
+   */
+  async readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<SessionEvent[]> {
+    const out: SessionEvent[] = [];
+    let bytes = 0;
+    const end = this.publishedSeq;
+    if (afterSeq >= end || limit <= 0) return out;
+    if (afterSeq + 1 >= this.cacheFirstSeq) {
+      let i = this.cacheStart + (afterSeq + 1 - this.cacheFirstSeq);
+      while (i < this.cache.length && out.length < limit) {
+        const c = this.cache[i]!;
+        if (c.event.seq > end) break;
+        if (out.length > 0 && bytes + c.size + WIRE_OVERHEAD > maxBytes) break;
+        out.push(c.event);
+        bytes += c.size + WIRE_OVERHEAD;
+        i++;
+      }
+      return out;
+    }
+    // Find the last index entry at or before afterSeq + 1.
+    let lo = 0;
+    let hi = this.index.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.index[mid]!.seq <= afterSeq + 1) lo = mid;
+      else hi = mid - 1;
+    }
+    let offset = this.index[lo]!.offset;
+    for (;;) {
+      const { records, nextOffset } = await this.journal.readRecords(offset, Math.max(maxBytes, 64 * 1024));
+      if (records.length === 0) return out;
+      for (const rec of records) {
+        if (rec.kind !== RecordKind.event) continue;
+        const [seq, ts, type, data] = unpackr.unpack(rec.body) as [number, number, EventType, never];
+        if (seq <= afterSeq) continue;
+        if (seq > end || out.length >= limit) return out;
+        if (out.length > 0 && bytes + rec.size + WIRE_OVERHEAD > maxBytes) return out;
+        out.push({ sessionId: this.id, seq, ts, type, data } as SessionEvent);
+        bytes += rec.size + WIRE_OVERHEAD;
+      }
+      offset = nextOffset;
+    }
+  }
+
+  // ---- subscriptions ----
+
+  /**
+   * Registers first, then replays asynchronously (starting on a later tick, after the caller has its
+   * answer): backlog pages, then live. A subscriber is switched to live only at a moment when it has
+   * seen everything published, so the seam has no gap and no duplicate, and nothing is queued per
+   * subscriber while it replays.
+   */
+  subscribe(sinceSeq: number, sink: SubscriptionSink): { headSeq: number; unsubscribe(): void } {
+    const sub = new Subscription(sink, Math.max(0, Math.min(sinceSeq, this.publishedSeq)));
+    this.subs.add(sub);
+    const headSeq = this.publishedSeq;
+    setImmediate(() => {
+      this.replay(sub).catch((err: Error) => {
+        this.opts.logger.error({ sessionId: this.id, err: err.message }, 'subscription replay failed; subscriber dropped');
+        sub.closed = true;
+        this.subs.delete(sub);
+      });
+    });
+    return {
+      headSeq,
+      unsubscribe: () => {
+        sub.closed = true;
+        this.subs.delete(sub);
+      },
+    };
+  }
+
+  private async replay(sub: Subscription): Promise<void> {
+    for (;;) {
+      if (sub.closed) return;
+      if (sub.lastSeq >= this.publishedSeq) {
+        sub.live = true;
+        sub.sink.onReplayed?.(sub.lastSeq);
+        return;
+      }
+      const page = await this.readPublished(sub.lastSeq, SUBSCRIBE_PAGE_EVENTS, SUBSCRIBE_PAGE_BYTES);
+      for (const e of page) {
+        if (sub.closed) return;
+        if (e.seq !== sub.lastSeq + 1) continue;
+        sub.lastSeq = e.seq;
+        this.deliver(sub, e);
+      }
+      if (sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
+    }
+  }
+
+  private offer(sub: Subscription, e: SessionEvent): void {
+    if (!sub.live || sub.closed || e.seq !== sub.lastSeq + 1) return;
+    sub.lastSeq = e.seq;
+    this.deliver(sub, e);
+  }
+
+  private deliver(sub: Subscription, e: SessionEvent): void {
+    try {
+      sub.sink.onEvent(e);
+    } catch (err) {
+      this.opts.logger.error({ sessionId: this.id, err: (err as Error).message }, 'subscriber threw; unsubscribing it');
+      sub.closed = true;
+      this.subs.delete(sub);
+    }
+  }
+
+  // ---- views and persistence of the small files ----
+
+  get state(): SessionState {
+    if (this.meta.archived) return 'archived';
+    return this.running ? 'running' : 'idle';
+  }
+
+  toSession(): Session {
+    const m = this.meta;
+    const s: Session = {
+      id: m.id,
+      title: m.title,
+      cwd: m.cwd,
+      engine: m.engine,
+      approvalPolicy: m.approvalPolicy,
+      state: this.state,
+      createdAt: m.createdAt,
+      updatedAt: m.updatedAt,
+      headSeq: this.publishedSeq,
+      epoch: m.epoch,
+    };
+    if (m.onControllerLost) s.onControllerLost = m.onControllerLost;
+    if (this.running) s.runningTurnId = this.running.turnId;
+    return s;
+  }
+
+  writeMeta(durable: boolean): void {
+    this.meta.headSeq = this.publishedSeq;
+    this.meta.journalBytes = this.journal.size;
+    writeFileAtomic(path.join(this.dir, META_FILE), JSON.stringify(this.meta), durable);
+  }
+
+  turnStatus(turnId: string): TurnStatus | undefined {
+    if (this.running?.turnId === turnId) return this.running.status;
+    return this.turns.get(turnId);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.syncTimer) clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
+    this.flush();
+    this.closed = true;
+    for (const s of this.subs) s.closed = true;
+    this.subs.clear();
+    await this.journal.close();
+    this.writeMeta(true);
+  }
+}

@@ -1,0 +1,127 @@
+// The built-in `shell` engine: the turn input is a command line run by /bin/sh -c in the session's
+// cwd, in its own process group, after approval (policy 'ask') or at once ('auto').
+//
+// Status policy: a command that runs and exits non-zero still ends the turn 'completed' with its
+// exitCode (a failing command is a result, not a turn failure). 'failed' means the command could not
+// be run at all (cwd missing, spawn error). 'cancelled' means the turn was cancelled or the approval
+// was denied (in which case nothing ran).
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import { LIMITS } from '../protocol/index.js';
+import type { Engine, EngineContext, EngineResult } from './engine.js';
+
+export interface ShellEngineOptions {
+  /** Time between SIGTERM and SIGKILL to the process group on cancel. */
+  killGraceMs?: number;
+  shell?: string;
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the whole group is already gone.
+  }
+}
+
+export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
+  const killGraceMs = opts.killGraceMs ?? 2000;
+  const shell = opts.shell ?? '/bin/sh';
+  return {
+    async runTurn(ctx: EngineContext): Promise<EngineResult> {
+      const command = ctx.input.text;
+      if (ctx.approvalPolicy === 'ask') {
+        let decision: 'approve' | 'deny';
+        try {
+          decision = await ctx.requestApproval({ command, cwd: ctx.cwd });
+        } catch {
+          return { status: 'cancelled' };
+        }
+        if (decision !== 'approve') return { status: 'cancelled' };
+      }
+      if (ctx.signal.aborted) return { status: 'cancelled' };
+
+      try {
+        if (!fs.statSync(ctx.cwd).isDirectory()) return { status: 'failed', error: `cwd ${ctx.cwd} is not a directory` };
+      } catch (e) {
+        return { status: 'failed', error: `cwd ${ctx.cwd} is not usable: ${(e as Error).message}` };
+      }
+      return runCommand(ctx, shell, command, killGraceMs);
+    },
+  };
+}
+
+function runCommand(ctx: EngineContext, shell: string, command: string, killGraceMs: number): Promise<EngineResult> {
+  return new Promise<EngineResult>((resolve) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(shell, ['-c', command], { cwd: ctx.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      resolve({ status: 'failed', error: `could not start ${shell}: ${(e as Error).message}` });
+      return;
+    }
+    const pid = child.pid;
+    let spawnError: Error | undefined;
+    let cancelled = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    let forceTimer: NodeJS.Timeout | undefined;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let done = false;
+
+    if (pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command, cwd: ctx.cwd, pid });
+
+    const forward = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      const max = LIMITS.maxOutputChunkBytes;
+      for (let off = 0; off < chunk.length; off += max)
+        ctx.emit('command.output', { turnId: ctx.turnId, stream, data: chunk.subarray(off, Math.min(off + max, chunk.length)) });
+    };
+    child.stdout!.on('data', forward('stdout'));
+    child.stderr!.on('data', forward('stderr'));
+
+    const onAbort = () => {
+      if (pid === undefined || done) return;
+      cancelled = true;
+      killGroup(pid, 'SIGTERM');
+      killTimer = setTimeout(() => {
+        killGroup(pid, 'SIGKILL');
+        // A process that left the group (setsid) may still hold our pipes open: stop waiting.
+        forceTimer = setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          if (exit) finish();
+        }, 1000);
+      }, killGraceMs);
+    };
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    if (ctx.signal.aborted) onAbort();
+
+    const finish = () => {
+      if (done) return;
+      done = true;
+      ctx.signal.removeEventListener('abort', onAbort);
+      if (killTimer) clearTimeout(killTimer);
+      if (forceTimer) clearTimeout(forceTimer);
+      if (spawnError && pid === undefined) {
+        resolve({ status: 'failed', error: `could not start ${shell}: ${spawnError.message}` });
+        return;
+      }
+      const exitCode = exit?.code ?? null;
+      const signal = exit?.signal ?? null;
+      ctx.emit('command.completed', { turnId: ctx.turnId, exitCode, signal });
+      // Grandchildren that outlived the shell stay in its group; a cancel must not leave them behind.
+      if (cancelled && pid !== undefined) killGroup(pid, 'SIGKILL');
+      resolve(cancelled ? { status: 'cancelled', exitCode } : { status: 'completed', exitCode });
+    };
+    child.on('error', (e) => {
+      spawnError = e;
+      if (pid === undefined) finish();
+    });
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+    });
+    child.on('close', (code, signal) => {
+      exit ??= { code, signal };
+      finish();
+    });
+  });
+}

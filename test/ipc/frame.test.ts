@@ -1,0 +1,218 @@
+import { describe, it, expect, vi, afterEach } from 'vitest';
+import fc from 'fast-check';
+import { FrameDecoder, encodeFrame, decode } from '../../ipc/index.js';
+import { AstraError, FORBIDDEN_KEYS, LIMITS, parseMessage } from '../../protocol/index.js';
+
+// ---- arbitraries for valid messages ----
+
+const key = fc.string({ unit: 'grapheme', maxLength: 12 }).filter((k) => !FORBIDDEN_KEYS.has(k));
+const text = fc.string({ unit: 'grapheme', maxLength: 40 });
+const leaf = fc.oneof(
+  text,
+  fc.integer(),
+  fc.maxSafeInteger(),
+  fc.integer({ min: 2 ** 32, max: Number.MAX_SAFE_INTEGER }),
+  fc.integer({ min: Number.MIN_SAFE_INTEGER, max: -(2 ** 31) }),
+  // -0 is written as the integer 0, which is the only sensible msgpack for it.
+  fc.double({ noNaN: true }).map((d) => (Object.is(d, -0) ? 0 : d)),
+  fc.boolean(),
+  fc.constant(null),
+  fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)),
+);
+const { value } = fc.letrec<{ value: unknown; map: Record<string, unknown> }>((tie) => ({
+  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, fc.array(tie('value'), { maxLength: 5 }), tie('map')),
+  map: fc.dictionary(key, tie('value'), { maxKeys: 5 }),
+}));
+const params = fc.dictionary(key, value, { maxKeys: 6 });
+const id = fc.oneof(fc.nat(), fc.maxSafeInteger().filter((n) => n >= 0), fc.string({ minLength: 1, maxLength: 20 }));
+const method = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 });
+
+const request = fc.record(
+  { id, method, params, trace: fc.record({ traceparent: text, tracestate: text }, { requiredKeys: [] }) },
+  { requiredKeys: ['id', 'method'] },
+);
+const response = fc.record({ id, result: value });
+const error = fc.record({
+  id: fc.oneof(id, fc.constant(null)),
+  error: fc.record(
+    { code: fc.integer(), message: text, data: fc.record({ reason: text, extra: value }, { requiredKeys: ['reason'] }) },
+    { requiredKeys: ['code', 'message'] },
+  ),
+});
+const notification = fc.record({ method, params }, { requiredKeys: ['method'] });
+const message = fc.oneof(request, response, error, notification);
+
+function concat(frames: Buffer[]): Buffer {
+  return Buffer.concat(frames);
+}
+
+/** Cuts a buffer at the given (sorted, deduplicated) offsets. */
+function cut(bytes: Buffer, offsets: number[]): Buffer[] {
+  const points = [...new Set(offsets.map((o) => o % (bytes.length + 1)))].sort((a, b) => a - b);
+  const chunks: Buffer[] = [];
+  let last = 0;
+  for (const p of points) {
+    chunks.push(bytes.subarray(last, p));
+    last = p;
+  }
+  chunks.push(bytes.subarray(last));
+  return chunks;
+}
+
+describe('FrameDecoder', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('decodes any sequence of valid messages cut into arbitrary chunks to exactly the same sequence', () => {
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 1, maxLength: 20 }), fc.array(fc.nat(), { maxLength: 40 }), (messages, offsets) => {
+        const wire = concat(messages.map((m) => encodeFrame(m, LIMITS.maxFrameBytes)));
+        const received: unknown[] = [];
+        const errors: AstraError[] = [];
+        const decoder = new FrameDecoder({
+          maxPayloadBytes: LIMITS.maxFrameBytes,
+          frameDeadlineMs: 0,
+          onFrame: (payload) => received.push(decode(payload)),
+          onError: (e) => errors.push(e),
+        });
+        for (const chunk of cut(wire, offsets)) decoder.push(chunk);
+        expect(errors).toEqual([]);
+        expect(received).toEqual(messages);
+        // Every decoded value is also a valid envelope of the same kind.
+        for (const m of received) expect(() => parseMessage(m)).not.toThrow();
+        expect(decoder.bufferedBytes).toBe(0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('hands out many frames from one chunk and copies only frames that span chunks', () => {
+    const frames = Array.from({ length: 100 }, (_, i) => encodeFrame({ method: 'n', params: { i } }, 1024));
+    const wire = Buffer.concat(frames);
+    const payloads: Buffer[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: 1024, onFrame: (p) => payloads.push(p), onError: () => {} });
+    decoder.push(wire);
+    expect(payloads).toHaveLength(100);
+    // Same chunk, no copy: every payload is a view on the chunk's memory.
+    for (const p of payloads) expect(p.buffer).toBe(wire.buffer);
+    expect(payloads.map((p) => (decode(p) as { params: { i: number } }).params.i)).toEqual([...Array(100).keys()]);
+
+    const spanning: Buffer[] = [];
+    const d2 = new FrameDecoder({ maxPayloadBytes: 1024, onFrame: (p) => spanning.push(p), onError: () => {} });
+    const one = encodeFrame({ method: 'n', params: { s: 'x'.repeat(100) } }, 1024);
+    d2.push(one.subarray(0, 2));
+    d2.push(one.subarray(2, 50));
+    d2.push(one.subarray(50));
+    expect(spanning).toHaveLength(1);
+    expect(decode(spanning[0]!)).toEqual({ method: 'n', params: { s: 'x'.repeat(100) } });
+  });
+
+  for (const limit of [LIMITS.maxRequestBytes, LIMITS.maxFrameBytes]) {
+    it(`rejects a length header over ${limit} bytes without allocating the payload`, () => {
+      const allocations: number[] = [];
+      for (const fn of ['alloc', 'allocUnsafe', 'allocUnsafeSlow'] as const) {
+        const original = Buffer[fn].bind(Buffer) as (size: number) => Buffer;
+        vi.spyOn(Buffer, fn).mockImplementation(((size: number) => {
+          allocations.push(size);
+          return original(size);
+        }) as typeof Buffer.alloc);
+      }
+      for (const announced of [limit + 1, 0xffff_ffff]) {
+        const errors: AstraError[] = [];
+        const frames: Buffer[] = [];
+        const decoder = new FrameDecoder({ maxPayloadBytes: limit, onFrame: (p) => frames.push(p), onError: (e) => errors.push(e) });
+        const header = Buffer.alloc(4);
+        header.writeUInt32BE(announced, 0);
+        // The header arrives split, then a little payload, then more: none of it is kept.
+        const chunks = [header.subarray(0, 1), Buffer.concat([header.subarray(1), Buffer.alloc(1000, 7)]), Buffer.alloc(1000, 7)];
+        allocations.length = 0;
+        const arrayBuffersBefore = process.memoryUsage().arrayBuffers;
+        for (const chunk of chunks) decoder.push(chunk);
+        expect(errors).toHaveLength(1);
+        expect(errors[0]!.reason).toBe('frame_too_large');
+        expect(errors[0]!.data).toEqual({ size: announced, limit });
+        expect(frames).toHaveLength(0);
+        expect(decoder.bufferedBytes).toBe(0);
+        // The only allocation the decoder made is the 4-byte join of the split header.
+        expect(allocations.every((n) => n <= 4)).toBe(true);
+        expect(process.memoryUsage().arrayBuffers - arrayBuffersBefore).toBeLessThan(1024 * 1024);
+      }
+    });
+  }
+
+  it('accepts a frame exactly at the limit', () => {
+    const limit = 4096;
+    const payloads: Buffer[] = [];
+    const errors: AstraError[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: limit, onFrame: (p) => payloads.push(p), onError: (e) => errors.push(e) });
+    const frame = Buffer.alloc(4 + limit, 1);
+    frame.writeUInt32BE(limit, 0);
+    decoder.push(frame);
+    expect(errors).toEqual([]);
+    expect(payloads[0]).toHaveLength(limit);
+  });
+
+  it('fails with frame_timeout when a started frame does not finish within the deadline, and then stops decoding', async () => {
+    const frame = encodeFrame({ method: 'x', params: { s: 'y'.repeat(50) } }, 1024);
+    const payloads: Buffer[] = [];
+    const started = Date.now();
+    const error = await new Promise<AstraError>((resolve) => {
+      const decoder = new FrameDecoder({ maxPayloadBytes: 1024, frameDeadlineMs: 150, onFrame: (p) => payloads.push(p), onError: resolve });
+      decoder.push(frame.subarray(0, 10));
+    });
+    expect(error.reason).toBe('frame_timeout');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    expect(payloads).toHaveLength(0);
+  });
+
+  it('does not time out a stream of frames that each finish in time, even when chunks end mid-frame', async () => {
+    const frame = encodeFrame({ method: 'x', params: { s: 'y'.repeat(50) } }, 1024);
+    const payloads: Buffer[] = [];
+    const errors: AstraError[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: 1024, frameDeadlineMs: 100, onFrame: (p) => payloads.push(p), onError: (e) => errors.push(e) });
+    // Each tick completes one frame and starts the next, for longer than the deadline in total.
+    const deadline = Date.now() + 300;
+    decoder.push(frame.subarray(0, 20));
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      decoder.push(Buffer.concat([frame.subarray(20), frame.subarray(0, 20)]));
+    }
+    decoder.push(frame.subarray(20));
+    expect(errors).toEqual([]);
+    expect(payloads.length).toBeGreaterThan(5);
+    decoder.dispose();
+  });
+
+  it('ignores everything after dispose', () => {
+    const payloads: Buffer[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: 1024, onFrame: (p) => payloads.push(p), onError: () => {} });
+    decoder.dispose();
+    decoder.push(encodeFrame({ method: 'x' }, 1024));
+    expect(payloads).toHaveLength(0);
+  });
+});
+
+describe('encodeFrame', () => {
+  it('throws frame_too_large with size and limit before producing anything', () => {
+    let caught: unknown;
+    try {
+      encodeFrame({ method: 'x', params: { s: 'z'.repeat(200) } }, 100);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(AstraError);
+    expect((caught as AstraError).reason).toBe('frame_too_large');
+    expect((caught as AstraError).data).toMatchObject({ limit: 100 });
+    expect((caught as AstraError).data.size as number).toBeGreaterThan(200);
+  });
+
+  it('returns a copy that later encodes do not overwrite', () => {
+    const a = encodeFrame({ method: 'a', params: { n: 1 } }, 1024);
+    const snapshot = Buffer.from(a);
+    for (let i = 0; i < 1000; i++) encodeFrame({ method: 'b', params: { n: i, s: 'q'.repeat(i % 100) } }, 1024);
+    expect(a.equals(snapshot)).toBe(true);
+    // Small frames are copied out of msgpackr's shared buffer so they do not pin it.
+    expect(a.buffer.byteLength).toBeLessThan(64 * 1024);
+  });
+});

@@ -1,0 +1,182 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../protocol/index.js';
+import { LIMITS, validateEvent } from '../../protocol/index.js';
+import { Runtime, createShellEngine, type ApprovalRequest } from '../../runtime/index.js';
+import { isAlive, tempDir, waitFor } from './helpers.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(opts: { killGraceMs?: number } = {}) {
+  const dir = tempDir();
+  const work = path.join(dir, 'work');
+  fs.mkdirSync(work);
+  const rt = await Runtime.open({ dataDir: path.join(dir, 'data'), engines: { shell: createShellEngine({ killGraceMs: opts.killGraceMs ?? 2000 }) } });
+  const events: SessionEvent[] = [];
+  const ended = new Map<string, string>();
+  rt.on('event', (e) => events.push(e));
+  rt.on('turnEnded', (_s, turnId, status) => ended.set(turnId, status));
+  const pids: number[] = [];
+  cleanups.push(async () => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    await rt.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { rt, dir, work, events, ended, pids };
+}
+
+function turnEvents(events: SessionEvent[], turnId: string): SessionEvent[] {
+  return events.filter((e) => (e.data as { turnId?: string }).turnId === turnId);
+}
+
+describe('shell engine', () => {
+  it('delivers 5 MiB of output complete and in order in chunks of at most 64 KiB', async () => {
+    const { rt, work, events, ended } = await setup();
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
+    // 5 MiB of a counting pattern so order mistakes show up as content mismatches.
+    const script = `node -e "const b=Buffer.alloc(5*1024*1024);for(let i=0;i<b.length;i++)b[i]=(i*7+(i>>10))&255;process.stdout.write(b)"`;
+    const { turnId } = await rt.startTurn(s.id, { text: script }, 'k1');
+    await waitFor(() => ended.get(turnId), 'turn end', 30_000);
+    const outs = turnEvents(events, turnId).filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output');
+    for (const o of outs) expect(o.data.data.length).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes);
+    const all = Buffer.concat(outs.filter((o) => o.data.stream === 'stdout').map((o) => o.data.data));
+    expect(all.length).toBe(5 * 1024 * 1024);
+    const expected = Buffer.alloc(5 * 1024 * 1024);
+    for (let i = 0; i < expected.length; i++) expected[i] = (i * 7 + (i >> 10)) & 255;
+    expect(all.equals(expected)).toBe(true);
+    expect(ended.get(turnId)).toBe('completed');
+    // Every event validates against the protocol and seq is contiguous.
+    events.forEach((e, i) => {
+      expect(e.seq).toBe(i + 1);
+      validateEvent(e);
+    });
+    // The journal holds the same bytes as were published.
+    const read: SessionEvent[] = [];
+    let since = 0;
+    for (;;) {
+      const r = await rt.readSession(s.id, { sinceSeq: since, maxBytes: 1024 * 1024 });
+      read.push(...r.events);
+      if (r.nextSeq === undefined) break;
+      since = r.nextSeq;
+    }
+    const fromJournal = Buffer.concat(read.filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output').map((e) => e.data.data));
+    expect(fromJournal.equals(expected)).toBe(true);
+  });
+
+  it('reports exit codes, stderr and a non-zero exit as a completed turn', async () => {
+    const { rt, work, events, ended } = await setup();
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
+    const { turnId } = await rt.startTurn(s.id, { text: 'echo oops >&2; exit 3' }, 'k1');
+    await waitFor(() => ended.get(turnId), 'turn end');
+    const te = turnEvents(events, turnId);
+    const done = te.find((e) => e.type === 'command.completed') as SessionEvent<'command.completed'>;
+    expect(done.data.exitCode).toBe(3);
+    expect(done.data.signal).toBeNull();
+    const err = te.find((e) => e.type === 'command.output') as SessionEvent<'command.output'>;
+    expect(err.data.stream).toBe('stderr');
+    expect(Buffer.from(err.data.data).toString()).toBe('oops\n');
+    const tc = te.find((e) => e.type === 'turn.completed') as SessionEvent<'turn.completed'>;
+    expect(tc.data).toMatchObject({ status: 'completed', exitCode: 3 });
+
+    const t2 = await rt.startTurn(s.id, { text: 'true' }, 'k2');
+    await waitFor(() => ended.get(t2.turnId), 'second turn end');
+    expect((turnEvents(events, t2.turnId).find((e) => e.type === 'turn.completed') as SessionEvent<'turn.completed'>).data.exitCode).toBe(0);
+  });
+
+  it('cancelling a command kills its whole process group, grandchildren included', async () => {
+    const { rt, work, events, ended, pids } = await setup({ killGraceMs: 500 });
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
+    const { turnId } = await rt.startTurn(s.id, { text: 'sleep 300 & echo $!; wait' }, 'k1');
+    const grandchild = await waitFor(() => {
+      const o = turnEvents(events, turnId).find((e) => e.type === 'command.output') as SessionEvent<'command.output'> | undefined;
+      return o ? Number(Buffer.from(o.data.data).toString().trim()) : undefined;
+    }, 'grandchild pid');
+    const started = turnEvents(events, turnId).find((e) => e.type === 'command.started') as SessionEvent<'command.started'>;
+    const shellPid = started.data.pid!;
+    pids.push(grandchild, shellPid);
+    expect(isAlive(grandchild)).toBe(true);
+    expect(isAlive(shellPid)).toBe(true);
+
+    const c = await rt.cancelTurn(s.id);
+    expect(c).toEqual({ turnId, status: 'cancelling' });
+    expect(await rt.cancelTurn(s.id, turnId)).toEqual({ turnId, status: 'cancelling' });
+    await waitFor(() => ended.get(turnId), 'turn end');
+    expect(ended.get(turnId)).toBe('cancelled');
+    await waitFor(() => !isAlive(grandchild) && !isAlive(shellPid), 'both processes to be gone', 5000);
+    expect(await rt.cancelTurn(s.id, turnId)).toEqual({ turnId, status: 'cancelled' });
+  });
+
+  it('escalates to SIGKILL when the group ignores SIGTERM', async () => {
+    const { rt, work, events, ended, pids } = await setup({ killGraceMs: 300 });
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
+    const { turnId } = await rt.startTurn(s.id, { text: "trap '' TERM; echo ready; while :; do sleep 0.05; done" }, 'k1');
+    await waitFor(() => turnEvents(events, turnId).some((e) => e.type === 'command.output'), 'ready');
+    const shellPid = (turnEvents(events, turnId).find((e) => e.type === 'command.started') as SessionEvent<'command.started'>).data.pid!;
+    pids.push(shellPid);
+    await rt.cancelTurn(s.id, turnId);
+    await waitFor(() => ended.get(turnId), 'turn end', 10_000);
+    const done = turnEvents(events, turnId).find((e) => e.type === 'command.completed') as SessionEvent<'command.completed'>;
+    expect(done.data.signal).toBe('SIGKILL');
+    expect(isAlive(shellPid)).toBe(false);
+  });
+
+  it('runs nothing when the approval is denied and ends the turn cancelled', async () => {
+    const { rt, work, events, ended } = await setup();
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'ask' });
+    const asked: ApprovalRequest[] = [];
+    rt.on('approvalRequested', (a) => asked.push(a));
+    const { turnId } = await rt.startTurn(s.id, { text: 'touch made-it' }, 'k1');
+    const req = await waitFor(() => asked[0], 'approval request');
+    expect(req).toMatchObject({ sessionId: s.id, turnId, command: 'touch made-it', cwd: work });
+    expect(rt.pendingApprovals(s.id)).toEqual([req]);
+    await rt.resolveApproval(s.id, req.approvalId, 'deny', { clientName: 'test' });
+    await waitFor(() => ended.get(turnId), 'turn end');
+    expect(ended.get(turnId)).toBe('cancelled');
+    expect(fs.existsSync(path.join(work, 'made-it'))).toBe(false);
+    expect(turnEvents(events, turnId).map((e) => e.type)).toEqual(['turn.started', 'message.user', 'approval.requested', 'approval.resolved', 'turn.completed']);
+    expect(rt.pendingApprovals(s.id)).toEqual([]);
+    await expect(rt.resolveApproval(s.id, req.approvalId, 'approve')).rejects.toMatchObject({ reason: 'not_found' });
+
+    // Approved: it runs.
+    const t2 = await rt.startTurn(s.id, { text: 'touch made-it' }, 'k2');
+    const req2 = await waitFor(() => asked[1], 'second approval');
+    await rt.resolveApproval(s.id, req2.approvalId, 'approve');
+    await waitFor(() => ended.get(t2.turnId), 'turn end');
+    expect(fs.existsSync(path.join(work, 'made-it'))).toBe(true);
+  });
+
+  it('cancelling while an approval is pending withdraws it and runs nothing', async () => {
+    const { rt, work, events, ended } = await setup();
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'ask' });
+    const { turnId } = await rt.startTurn(s.id, { text: 'touch made-it' }, 'k1');
+    await waitFor(() => rt.pendingApprovals(s.id).length === 1, 'approval pending');
+    await rt.cancelTurn(s.id, turnId);
+    await waitFor(() => ended.get(turnId), 'turn end');
+    expect(ended.get(turnId)).toBe('cancelled');
+    expect(rt.pendingApprovals(s.id)).toEqual([]);
+    const resolved = turnEvents(events, turnId).find((e) => e.type === 'approval.resolved') as SessionEvent<'approval.resolved'>;
+    expect(resolved.data.decision).toBe('deny');
+    expect(fs.existsSync(path.join(work, 'made-it'))).toBe(false);
+  });
+
+  it('fails the turn with a clear error when the cwd does not exist', async () => {
+    const { rt, work, events, ended } = await setup();
+    const s = await rt.createSession({ cwd: path.join(work, 'missing'), approvalPolicy: 'auto' });
+    const { turnId } = await rt.startTurn(s.id, { text: 'echo hi' }, 'k1');
+    await waitFor(() => ended.get(turnId), 'turn end');
+    expect(ended.get(turnId)).toBe('failed');
+    const tc = turnEvents(events, turnId).find((e) => e.type === 'turn.completed') as SessionEvent<'turn.completed'>;
+    expect(tc.data.error).toMatch(/missing/);
+    expect(turnEvents(events, turnId).some((e) => e.type === 'command.started')).toBe(false);
+  });
+});

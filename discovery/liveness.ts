@@ -27,9 +27,9 @@ export function isProcessAlive(pid: number): boolean {
  * nor fails within `timeoutMs` counts as 'listening' (a busy server's backlog), so that nothing
  * removes a socket someone may still be serving on.
  */
-export function probeSocket(socketPath: string, timeoutMs = 1000): Promise<SocketProbe> {
+export async function probeSocket(socketPath: string, timeoutMs = 1000): Promise<SocketProbe> {
   assertSocketPathFits(socketPath);
-  return new Promise<SocketProbe>((resolve, reject) => {
+  return await new Promise<SocketProbe>((resolve, reject) => {
     const socket = net.connect({ path: socketPath });
     let settled = false;
     const finish = (result: SocketProbe | Error) => {

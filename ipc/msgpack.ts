@@ -5,7 +5,7 @@ import { Packr, Unpackr, RESERVE_START_SPACE, type Options } from 'msgpackr';
 import { AstraError } from '../protocol/index.js';
 
 const packr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true });
-// int64AsType is missing from msgpackr's typings; 'auto' gives numbers inside ±2^53, bigints outside.
+// int64AsType 'auto' (numbers inside ±2^53, bigints outside) is missing from msgpackr's typings.
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' } as unknown as Options);
 
 /** Past this size msgpackr's shared output buffer is swapped for a small one, so it is not kept alive. */
@@ -13,63 +13,76 @@ const LARGE_OUTPUT_BYTES = 1024 * 1024;
 const FRESH_BUFFER_BYTES = 64 * 1024;
 
 const TWO_32 = 0x1_0000_0000;
+const REWRITE_FLOATS = 0;
+const FIND_FOREIGN = 1;
 
 /**
- * msgpackr writes every number outside the 32-bit range as float64, so `Date.now()` would reach a
- * Python or Rust peer as a float. float64 (0xcb) and int64/uint64 (0xd3/0xcf) are both 9 bytes, so
- * integral safe-range floats are rewritten in place after packing: no copy, no walk over the value.
- * The walk is over msgpack tokens, skipping string, bin and ext payloads.
+ * One pass over msgpack tokens (not values: map and array headers are followed by their items as
+ * tokens), skipping string, bin and ext payloads. In REWRITE_FLOATS mode it rewrites integral
+ * float64s in place; in FIND_FOREIGN mode it returns the offset of the first extension or 0xc1
+ * byte. Returns -1 otherwise.
  */
-export function rewriteIntegralFloats(buf: Buffer, start: number, end: number): void {
-  // Fast path: no 0xcb byte anywhere means no float64 was written.
-  const first = buf.indexOf(0xcb, start);
-  if (first === -1 || first >= end) return;
+function scanTokens(buf: Buffer, start: number, end: number, mode: typeof REWRITE_FLOATS | typeof FIND_FOREIGN): number {
   let p = start;
   while (p < end) {
     const b = buf[p]!;
     if (b <= 0x7f || b >= 0xe0) p += 1; // fixint
-    else if (b <= 0x9f) p += 1; // fixmap / fixarray header: the items follow as tokens
+    else if (b <= 0x9f) p += 1; // fixmap / fixarray header
     else if (b <= 0xbf) p += 1 + (b & 0x1f); // fixstr
     else {
       switch (b) {
         case 0xcb: {
-          const v = buf.readDoubleBE(p + 1);
-          if (Number.isSafeInteger(v)) {
-            const hi = Math.floor(v / TWO_32);
-            const lo = v - hi * TWO_32;
-            buf[p] = v < 0 ? 0xd3 : 0xcf;
-            buf.writeInt32BE(hi, p + 1);
-            buf.writeUInt32BE(lo, p + 5);
+          if (mode === REWRITE_FLOATS) {
+            const v = buf.readDoubleBE(p + 1);
+            if (Number.isSafeInteger(v)) {
+              const hi = Math.floor(v / TWO_32);
+              buf[p] = v < 0 ? 0xd3 : 0xcf;
+              buf.writeInt32BE(hi, p + 1);
+              buf.writeUInt32BE(v - hi * TWO_32, p + 5);
+            }
           }
           p += 9;
           break;
         }
-        case 0xc0: case 0xc2: case 0xc3: case 0xc1: p += 1; break;
+        case 0xc0: case 0xc2: case 0xc3: p += 1; break;
         case 0xc4: p += 2 + buf[p + 1]!; break;
         case 0xc5: p += 3 + buf.readUInt16BE(p + 1); break;
         case 0xc6: p += 5 + buf.readUInt32BE(p + 1); break;
-        case 0xc7: p += 3 + buf[p + 1]!; break;
-        case 0xc8: p += 4 + buf.readUInt16BE(p + 1); break;
-        case 0xc9: p += 6 + buf.readUInt32BE(p + 1); break;
         case 0xca: p += 5; break;
         case 0xcc: case 0xd0: p += 2; break;
         case 0xcd: case 0xd1: p += 3; break;
         case 0xce: case 0xd2: p += 5; break;
         case 0xcf: case 0xd3: p += 9; break;
-        case 0xd4: p += 3; break;
-        case 0xd5: p += 4; break;
-        case 0xd6: p += 6; break;
-        case 0xd7: p += 10; break;
-        case 0xd8: p += 18; break;
         case 0xd9: p += 2 + buf[p + 1]!; break;
         case 0xda: p += 3 + buf.readUInt16BE(p + 1); break;
         case 0xdb: p += 5 + buf.readUInt32BE(p + 1); break;
         case 0xdc: case 0xde: p += 3; break;
         case 0xdd: case 0xdf: p += 5; break;
-        default: p += 1;
+        default: {
+          // 0xc1 (never used) and the extension family 0xc7-0xc9, 0xd4-0xd8.
+          if (mode === FIND_FOREIGN) return p;
+          if (b === 0xc7) p += 3 + buf[p + 1]!;
+          else if (b === 0xc8) p += 4 + buf.readUInt16BE(p + 1);
+          else if (b === 0xc9) p += 6 + buf.readUInt32BE(p + 1);
+          else if (b >= 0xd4 && b <= 0xd8) p += 2 + (1 << (b - 0xd4));
+          else p += 1;
+        }
       }
     }
   }
+  return -1;
+}
+
+/**
+ * msgpackr writes every number outside the 32-bit range as float64, so `Date.now()` would reach a
+ * Python or Rust peer as a float. float64 (0xcb) and int64/uint64 (0xd3/0xcf) are both 9 bytes, so
+ * integral safe-range floats are rewritten in place after packing: no copy, no walk over the value.
+ */
+export function rewriteIntegralFloats(buf: Buffer, start: number, end: number): void {
+  // Fast path: no 0xcb byte anywhere means no float64 was written.
+  const first = buf.indexOf(0xcb, start);
+  if (first === -1 || first >= end) return;
+  scanTokens(buf, start, end, REWRITE_FLOATS);
 }
 
 /**
@@ -92,14 +105,30 @@ export function encode(value: unknown): Buffer {
 }
 
 /**
- * Decodes one MessagePack value. Throws AstraError('parse_error') for anything that is not exactly
- * one well-formed value (garbage, truncation, trailing bytes, unknown extensions, nesting so deep
- * it overflows the stack). Extension types msgpackr knows (Date, ...) decode to class instances:
- * parseMessage rejects those.
+ * Decodes one plain MessagePack value. Throws AstraError('parse_error') for anything that is not
+ * exactly one well-formed value (garbage, truncation, trailing bytes, nesting so deep it overflows
+ * the stack) and AstraError('invalid_request') for extension types: msgpackr would otherwise turn
+ * them into Date, RegExp, Set or Error objects, or records, which no other language's peer sends.
+ * Decoded `bin` values are Buffers that share memory with `bytes`.
  */
 export function decode(bytes: Uint8Array): unknown {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let foreign: number;
   try {
-    return unpackr.unpack(bytes);
+    foreign = scanTokens(buf, 0, buf.length, FIND_FOREIGN);
+  } catch {
+    foreign = -1; // a length past the end: unpack below reports the truncation
+  }
+  if (foreign !== -1) {
+    const b = buf[foreign]!;
+    if (b === 0xc1) throw new AstraError('parse_error', `the frame is not valid MessagePack: byte 0xc1 at offset ${foreign}`);
+    const type = buf[foreign + (b >= 0xd4 ? 1 : b === 0xc7 ? 2 : b === 0xc8 ? 3 : 5)];
+    throw new AstraError('invalid_request', `MessagePack extension type ${type} at offset ${foreign} is not part of the protocol; send plain values`, {
+      extensionType: type,
+    });
+  }
+  try {
+    return unpackr.unpack(buf);
   } catch (e) {
     const why = e instanceof RangeError ? 'it nests too deeply' : e instanceof Error ? e.message : String(e);
     throw new AstraError('parse_error', `the frame is not valid MessagePack: ${why}`);

@@ -80,12 +80,12 @@ describe('msgpack settings', () => {
     });
   });
 
-  it('turns garbage, truncated data, trailing bytes and unknown extensions into parse_error', () => {
+  it('turns garbage, truncated data and trailing bytes into parse_error', () => {
     const cases: [string, number[]][] = [
       ['truncated array', [0x92, 0x01]],
       ['truncated string', [0xa5, 0x41]],
       ['trailing bytes', [0x01, 0x02]],
-      ['unknown extension 0x01', [0xd4, 0x01, 0x05]],
+      ['the never-used byte 0xc1', [0xc1]],
       ['empty payload', []],
       ['string length past the end', [0xdb, 0xff, 0xff, 0xff, 0xff]],
       ['nesting deep enough to overflow the stack', new Array(200_000).fill(0x91)],
@@ -99,6 +99,31 @@ describe('msgpack settings', () => {
       }
       expect(caught, name).toBeInstanceOf(AstraError);
       expect((caught as AstraError).reason, name).toBe('parse_error');
+    }
+  });
+
+  it('refuses every MessagePack extension type, including the ones msgpackr would turn into objects', () => {
+    const fancy = new Packr({ moreTypes: true, structuredClone: true } as ConstructorParameters<typeof Packr>[0]);
+    const cases: [string, Uint8Array][] = [
+      ['unknown extension 0x01', Buffer.from([0xd4, 0x01, 0x05])],
+      ['ext 0 (msgpackr: undefined)', Buffer.from([0x91, 0xd4, 0x00, 0x00])],
+      ['ext8 inside a map', Buffer.from([0x81, 0xa1, 0x61, 0xc7, 0x01, 0x09, 0x00])],
+      ['Date', fancy.pack({ d: new Date(0) })],
+      ['RegExp', fancy.pack({ r: /x/ })],
+      ['Set', fancy.pack({ s: new Set([1]) })],
+      ['Error', fancy.pack({ e: new Error('boom') })],
+      ['records', new Packr({ useRecords: true }).pack({ a: 1 })],
+    ];
+    for (const [name, bytes] of cases) {
+      let caught: unknown;
+      try {
+        decode(bytes);
+      } catch (e) {
+        caught = e;
+      }
+      expect(caught, name).toBeInstanceOf(AstraError);
+      expect((caught as AstraError).reason, name).toBe('invalid_request');
+      expect((caught as AstraError).message, name).toMatch(/extension type/);
     }
   });
 

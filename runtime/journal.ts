@@ -130,7 +130,7 @@ export class SessionJournal {
 
   /** Creates a new journal (fails if the file exists), fsyncing the file and its directory. */
   static async create(file: string): Promise<SessionJournal> {
-    const fd = fs.openSync(file, 'wx', 0o600);
+    const fd = fs.openSync(file, 'wx+', 0o600);
     try {
       fs.writeSync(fd, encodeHeader(JOURNAL_FORMAT_VERSION));
       fs.fsyncSync(fd);

@@ -1,0 +1,264 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../protocol/index.js';
+import { isAstraError } from '../../protocol/index.js';
+import { Runtime, type Engine, type RuntimeOptions } from '../../runtime/index.js';
+import { tempDir, waitFor } from './helpers.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Emits `text` (a number) message.delta events, 500 per tick, so other work interleaves. */
+const burstEngine: Engine = {
+  async runTurn(ctx) {
+    const n = Number(ctx.input.text);
+    for (let i = 0; i < n; i++) {
+      if (ctx.signal.aborted) return { status: 'cancelled' };
+      ctx.emit('message.delta', { turnId: ctx.turnId, text: `d${i}` });
+      if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+    }
+    return { status: 'completed' };
+  },
+};
+
+/** Runs until cancelled. */
+const waitEngine: Engine = {
+  runTurn: (ctx) =>
+    new Promise((resolve) => {
+      if (ctx.signal.aborted) resolve({ status: 'cancelled' });
+      ctx.signal.addEventListener('abort', () => resolve({ status: 'cancelled' }));
+    }),
+};
+
+async function open(dataDir: string, extra: Partial<RuntimeOptions> = {}) {
+  const rt = await Runtime.open({ dataDir, engines: { burst: burstEngine, wait: waitEngine }, defaultEngine: 'burst', ...extra });
+  const ended = new Map<string, string>();
+  rt.on('turnEnded', (_s, t, st) => ended.set(t, st));
+  return { rt, ended };
+}
+
+function setupDir(): string {
+  const d = tempDir();
+  cleanups.push(() => fs.rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+describe('runtime', () => {
+  it('answers the same idempotency key with the first result across a restart, and refuses a different input', async () => {
+    const d = setupDir();
+    let { rt, ended } = await open(d);
+    const s = await rt.createSession({ title: 'x', idempotencyKey: 'create-1' });
+    const first = await rt.startTurn(s.id, { text: '3' }, 'key-1');
+    await waitFor(() => ended.get(first.turnId), 'turn end');
+    const again = await rt.startTurn(s.id, { text: '3' }, 'key-1');
+    expect(again).toEqual(first);
+    expect(await rt.mutationStatus(s.id, 'key-1')).toEqual({ state: 'done', result: first });
+    await rt.close();
+
+    ({ rt, ended } = await open(d));
+    const head = (await rt.getSession(s.id)).headSeq;
+    expect(await rt.startTurn(s.id, { text: '3' }, 'key-1')).toEqual(first);
+    expect((await rt.getSession(s.id)).headSeq).toBe(head);
+    expect(rt.runningTurns()).toEqual([]);
+    await expect(rt.startTurn(s.id, { text: '4' }, 'key-1')).rejects.toMatchObject({ reason: 'idempotency_conflict' });
+    expect(await rt.mutationStatus(s.id, 'key-1')).toEqual({ state: 'done', result: first });
+    expect(await rt.mutationStatus(s.id, 'never')).toEqual({ state: 'unknown' });
+    // Session creation keys survive too.
+    expect((await rt.createSession({ title: 'x', idempotencyKey: 'create-1' })).id).toBe(s.id);
+    await expect(rt.createSession({ title: 'y', idempotencyKey: 'create-1' })).rejects.toMatchObject({ reason: 'idempotency_conflict' });
+    await rt.close();
+  });
+
+  it('concurrent starts with one key start one turn', async () => {
+    const d = setupDir();
+    const { rt, ended } = await open(d);
+    const s = await rt.createSession({});
+    const [a, b] = await Promise.all([rt.startTurn(s.id, { text: '1' }, 'k'), rt.startTurn(s.id, { text: '1' }, 'k')]);
+    expect(a).toEqual(b);
+    await waitFor(() => ended.get(a.turnId), 'turn end');
+    const r = await rt.readSession(s.id, {});
+    expect(r.events.filter((e) => e.type === 'turn.started').length).toBe(1);
+    await rt.close();
+  });
+
+  it('refuses input longer than maxInputChars with input_too_large carrying both sizes', async () => {
+    const d = setupDir();
+    const { rt } = await open(d, { maxInputChars: 10 });
+    const s = await rt.createSession({});
+    const err = await rt.startTurn(s.id, { text: '12345678901' }, 'k').catch((e: unknown) => e);
+    expect(isAstraError(err, 'input_too_large')).toBe(true);
+    expect((err as { code: number }).code).toBe(-32602);
+    expect((err as { data: object }).data).toEqual({ max_chars: 10, actual_chars: 11 });
+    expect((await rt.getSession(s.id)).headSeq).toBe(1);
+    await rt.close();
+  });
+
+  it('refuses a second turn while one runs, and accepts one after cancel', async () => {
+    const d = setupDir();
+    const { rt, ended } = await open(d, { defaultEngine: 'wait' });
+    const s = await rt.createSession({});
+    await expect(rt.cancelTurn(s.id)).rejects.toMatchObject({ reason: 'not_found' });
+    const t = await rt.startTurn(s.id, { text: 'a' }, 'k1');
+    expect(rt.runningTurns()).toEqual([{ sessionId: s.id, turnId: t.turnId }]);
+    expect((await rt.getSession(s.id)).state).toBe('running');
+    await expect(rt.startTurn(s.id, { text: 'b' }, 'k2')).rejects.toMatchObject({ reason: 'turn_in_progress' });
+    await expect(rt.cancelTurn(s.id, 'turn_nope')).rejects.toMatchObject({ reason: 'not_found' });
+    expect(await rt.cancelTurn(s.id)).toEqual({ turnId: t.turnId, status: 'cancelling' });
+    await waitFor(() => ended.get(t.turnId), 'turn end');
+    expect(await rt.cancelTurn(s.id)).toEqual({ turnId: t.turnId, status: 'cancelled' });
+    const t2 = await rt.startTurn(s.id, { text: 'b' }, 'k2');
+    expect(t2.turnId).not.toBe(t.turnId);
+    await rt.cancelTurn(s.id);
+    await waitFor(() => ended.get(t2.turnId), 'turn end');
+    await rt.archiveSession(s.id);
+    await expect(rt.startTurn(s.id, { text: 'c' }, 'k3')).rejects.toMatchObject({ reason: 'invalid_state' });
+    await rt.close();
+  });
+
+  it('delivers every event exactly once, in order, to a subscriber replaying a 100,000-event session from seq 1 while events keep coming', async () => {
+    const d = setupDir();
+    // A small cache forces most of the backlog to come from the journal file.
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 256 * 1024 });
+    const s = await rt.createSession({});
+    const t1 = await rt.startTurn(s.id, { text: '100000' }, 'k1');
+    await waitFor(() => ended.get(t1.turnId), 'first burst', 50_000);
+    const before = (await rt.getSession(s.id)).headSeq;
+    expect(before).toBeGreaterThan(100_000);
+
+    const t2 = await rt.startTurn(s.id, { text: '20000' }, 'k2');
+    const seqs: number[] = [];
+    let replayedAt: number | undefined;
+    let pages = 0;
+    let producedDuringReplay = false;
+    const sub = await rt.subscribe(s.id, 0, {
+      onEvent: (e) => void seqs.push(e.seq),
+      waitForCapacity: () => {
+        pages++;
+        if (!ended.has(t2.turnId)) producedDuringReplay = true;
+        return new Promise((r) => setImmediate(r));
+      },
+      onReplayed: (through) => {
+        replayedAt = through;
+      },
+    });
+    expect(seqs.length).toBe(0); // backlog is delivered after subscribe resolves
+    expect(sub.headSeq).toBeGreaterThanOrEqual(before);
+    await waitFor(() => ended.get(t2.turnId), 'second burst', 50_000);
+    const head = (await rt.getSession(s.id)).headSeq;
+    await waitFor(() => seqs.length >= head, 'subscriber to catch up', 50_000);
+    expect(seqs.length).toBe(head);
+    for (let i = 0; i < seqs.length; i++) if (seqs[i] !== i + 1) throw new Error(`seq ${seqs[i]} at position ${i}`);
+    expect(replayedAt).toBeDefined();
+    expect(pages).toBeGreaterThan(1);
+    expect(producedDuringReplay).toBe(true);
+    sub.unsubscribe();
+    await rt.close();
+  });
+
+  it('a subscriber from the head sees only live events; unsubscribe stops delivery', async () => {
+    const d = setupDir();
+    const { rt, ended } = await open(d);
+    const s = await rt.createSession({});
+    const seen: SessionEvent[] = [];
+    const sub = await rt.subscribe(s.id, 1, { onEvent: (e) => void seen.push(e) });
+    expect(sub.headSeq).toBe(1);
+    const t = await rt.startTurn(s.id, { text: '2' }, 'k');
+    await waitFor(() => ended.get(t.turnId), 'turn end');
+    await waitFor(() => seen.length === 5, 'five live events');
+    expect(seen.map((e) => e.type)).toEqual(['turn.started', 'message.user', 'message.delta', 'message.delta', 'turn.completed']);
+    sub.unsubscribe();
+    await rt.renameSession(s.id, 'z');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen.length).toBe(5);
+    await rt.close();
+  });
+
+  it('paginates reads by count and by bytes with nextSeq', async () => {
+    const d = setupDir();
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 4096 });
+    const s = await rt.createSession({});
+    const t = await rt.startTurn(s.id, { text: '5000' }, 'k');
+    await waitFor(() => ended.get(t.turnId), 'turn end');
+    const r1 = await rt.readSession(s.id, { sinceSeq: 0, limit: 100 });
+    expect(r1.events.length).toBe(100);
+    expect(r1.nextSeq).toBe(100);
+    const r2 = await rt.readSession(s.id, { sinceSeq: 2000, maxBytes: 4096 });
+    expect(r2.events[0]!.seq).toBe(2001);
+    expect(r2.events.length).toBeLessThan(200);
+    expect(r2.nextSeq).toBe(r2.events[r2.events.length - 1]!.seq);
+    const all: number[] = [];
+    let since: number | undefined = 0;
+    while (since !== undefined) {
+      const r = await rt.readSession(s.id, { sinceSeq: since, maxBytes: 20_000 });
+      all.push(...r.events.map((e) => e.seq));
+      since = r.nextSeq;
+    }
+    expect(all).toEqual(Array.from({ length: r1.headSeq }, (_, i) => i + 1));
+    await expect(rt.readSession('nope', {})).rejects.toMatchObject({ reason: 'not_found' });
+    await expect(rt.readSession('../etc', {})).rejects.toMatchObject({ reason: 'not_found' });
+    await rt.close();
+  });
+
+  it('opens lazily, lists newest first with an opaque cursor, and hides archived sessions unless asked', async () => {
+    const d = setupDir();
+    let clock = 1_000_000;
+    let { rt } = await open(d, { now: () => clock++ });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await rt.createSession({ title: `s${i}` })).id);
+    await rt.renameSession(ids[0]!, 'first');
+    await rt.archiveSession(ids[1]!);
+    await rt.close();
+
+    ({ rt } = await open(d));
+    expect(rt.loadedSessionIds()).toEqual([]);
+    const p1 = await rt.listSessions({ limit: 2 });
+    expect(p1.sessions.map((s) => s.id)).toEqual([ids[4], ids[3]]);
+    const p2 = await rt.listSessions({ limit: 2, cursor: p1.nextCursor! });
+    expect(p2.sessions.map((s) => s.id)).toEqual([ids[2], ids[0]]);
+    expect(p2.nextCursor).toBeUndefined();
+    expect(p2.sessions[1]!.title).toBe('first');
+    const all = await rt.listSessions({ includeArchived: true });
+    expect(all.sessions.map((s) => s.id)).toEqual([...ids].reverse());
+    expect(all.sessions.find((s) => s.id === ids[1])!.state).toBe('archived');
+    expect(rt.loadedSessionIds()).toEqual([]);
+    await expect(rt.listSessions({ cursor: 'garbage' })).rejects.toMatchObject({ reason: 'cursor_expired' });
+    const s0 = await rt.getSession(ids[0]!);
+    expect(s0).toMatchObject({ title: 'first', headSeq: 2, state: 'idle', engine: 'burst', approvalPolicy: 'ask', onControllerLost: 'cancel' });
+    expect(s0.controller).toBeUndefined();
+    expect(rt.loadedSessionIds()).toEqual([ids[0]]);
+    await rt.close();
+    await expect(rt.getSession(ids[0]!)).rejects.toMatchObject({ reason: 'shutting_down' });
+  });
+
+  it('persists lease epochs and the lease sidecar across a restart', async () => {
+    const d = setupDir();
+    let { rt } = await open(d);
+    const s = await rt.createSession({});
+    expect(await rt.loadLeaseState(s.id)).toBeUndefined();
+    const e = await rt.appendLeaseChange(s.id, { epoch: 7, holder: { connectionId: 'c1', clientName: 'tui' }, reason: 'acquired' });
+    expect(e).toMatchObject({ seq: 2, type: 'lease.changed' });
+    await rt.saveLeaseState(s.id, { holder: 'c1', resumeToken: 'r' });
+    await rt.close();
+    ({ rt } = await open(d));
+    expect((await rt.getSession(s.id)).epoch).toBe(7);
+    expect((await rt.listSessions({})).sessions[0]!.epoch).toBe(7);
+    expect(await rt.loadLeaseState(s.id)).toEqual({ holder: 'c1', resumeToken: 'r' });
+    await rt.close();
+  });
+
+  it('rebuilds a session whose meta file is missing from its journal at open', async () => {
+    const d = setupDir();
+    let { rt } = await open(d);
+    const s = await rt.createSession({ title: 'keep', approvalPolicy: 'auto', onControllerLost: 'continue' });
+    await rt.renameSession(s.id, 'kept');
+    await rt.close();
+    fs.rmSync(path.join(d, 'sessions', s.id, 'meta.json'));
+    ({ rt } = await open(d));
+    const list = await rt.listSessions({});
+    expect(list.sessions[0]).toMatchObject({ id: s.id, title: 'kept', approvalPolicy: 'auto', onControllerLost: 'continue', headSeq: 2 });
+    await rt.close();
+  });
+});

@@ -31,6 +31,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
 }
 
+// `astra daemon status | head` closes our stdout early: that is not an error.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -183,7 +183,7 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
   }
   ensurePrivateDir(paths.runtimeDir);
   const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
-  const release = await acquireLock(paths.spawnLockPath, { timeoutMs: opts.startTimeoutMs ?? 15_000 });
+  const release = await acquireLock(paths.spawnLockPath, { timeoutMs: opts.startTimeoutMs ?? 15_000, stale: 3_000 });
   try {
     const again = await tryConnect(paths, opts);
     if (again) return again;

@@ -97,7 +97,7 @@ export class LeaseHost {
     const holder: LeaseHolder = { connectionId: peer.id, clientName: peer.clientName };
     if (peer.info?.pid !== undefined) holder.pid = peer.info.pid;
     const granted = this.leases.acquire(sessionId, holder, opts);
-    await this.apply([granted.change]);
+    await this.apply(granted.changes);
     return { sessionId, epoch: granted.epoch, resumeToken: granted.resumeToken, graceMs: granted.graceMs };
   }
 

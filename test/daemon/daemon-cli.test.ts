@@ -1,0 +1,200 @@
+// `astra daemon ...` against real daemon processes, a temp ASTRA_HOME each.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  cleanupHome,
+  envFor,
+  isAlive,
+  makeHome,
+  processesOfHome,
+  readRecordFile,
+  recordPath,
+  runCli,
+  waitFor,
+} from '../helpers/processes.js';
+
+const homes: string[] = [];
+function home(): string {
+  const h = makeHome();
+  homes.push(h);
+  return h;
+}
+afterEach(async () => {
+  await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
+});
+
+describe('astra daemon status/start/stop', () => {
+  it('status with no daemon exits 3 and starts nothing', async () => {
+    const h = home();
+    const r = await runCli(['daemon', 'status'], envFor(h));
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(/not running/);
+    expect(r.stdout).toContain('astra daemon start');
+    const j = await runCli(['daemon', 'status', '--json'], envFor(h));
+    expect(j.code).toBe(3);
+    expect(JSON.parse(j.stdout)).toMatchObject({ running: false, recordPath: recordPath(h) });
+    expect(processesOfHome(h)).toEqual([]);
+    expect(fs.existsSync(recordPath(h))).toBe(false);
+  });
+
+  it('start, status with the right fields, stop, then status exits 3; start twice is fine', async () => {
+    const h = home();
+    const env = envFor(h);
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.stderr).toBe('');
+    expect(started.code).toBe(0);
+    expect(started.stdout).toMatch(/daemon started \(pid \d+/);
+    const again = await runCli(['daemon', 'start'], env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/already running/);
+
+    const record = readRecordFile(h)!;
+    const s = await runCli(['daemon', 'status', '--json'], env);
+    expect(s.code).toBe(0);
+    const status = JSON.parse(s.stdout);
+    expect(status).toMatchObject({
+      running: true,
+      instanceId: record.instanceId,
+      pid: record.pid,
+      protocolVersion: 1,
+      endpoint: path.join(h, 'run', 'astra.sock'),
+      logFile: path.join(h, 'logs', 'daemon.log'),
+      idleTimeoutMs: 600_000,
+      sessions: [],
+    });
+    expect(typeof status.version).toBe('string');
+    expect(status.uptimeMs).toBeGreaterThanOrEqual(0);
+    expect(status.startedAt).toBeLessThanOrEqual(Date.now());
+    // The status command itself is the one connection.
+    expect(status.connections).toHaveLength(1);
+    expect(status.connections[0]).toMatchObject({ clientName: 'astra-cli' });
+    expect(typeof status.connections[0].id).toBe('string');
+    expect(typeof status.connections[0].connectedAt).toBe('number');
+
+    const human = await runCli(['daemon', 'status'], env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/status\s+running/);
+    expect(human.stdout).toContain(record.instanceId);
+
+    const stopped = await runCli(['daemon', 'stop'], env);
+    expect(stopped.code).toBe(0);
+    expect(isAlive(record.pid)).toBe(false);
+    expect(fs.existsSync(recordPath(h))).toBe(false);
+    expect((await runCli(['daemon', 'status'], env)).code).toBe(3);
+    expect((await runCli(['daemon', 'stop'], env)).code).toBe(0);
+  });
+
+  it('files are private: runtime dir 0700, record 0600, socket 0600, and the token is in no log line', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    const mode = (p: string) => fs.statSync(p).mode & 0o777;
+    expect(mode(path.join(h, 'run'))).toBe(0o700);
+    expect(mode(recordPath(h))).toBe(0o600);
+    expect(mode(record.endpoint)).toBe(0o600);
+    expect(record.token.length).toBeGreaterThanOrEqual(43); // 256 bits in base64url
+    await runCli(['daemon', 'status'], env);
+    await runCli(['daemon', 'stop'], env);
+    const log = fs.readFileSync(path.join(h, 'logs', 'daemon.log'), 'utf8');
+    expect(log).toContain('daemon started');
+    expect(log).not.toContain(record.token);
+    const logs = await runCli(['daemon', 'logs', '-n', '5'], env);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout.trim().split('\n').length).toBeLessThanOrEqual(5);
+    expect(logs.stdout).toMatch(/INFO/);
+    expect(logs.stdout).not.toMatch(/^\{/m);
+  });
+
+  it('a socket path over 103 bytes is refused with a message naming ASTRA_HOME', async () => {
+    const base = home();
+    const deep = path.join(base, 'x'.repeat(60), 'y'.repeat(40));
+    fs.mkdirSync(deep, { recursive: true });
+    const r = await runCli(['daemon', 'start'], envFor(deep));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/103/);
+    expect(r.stderr).toMatch(/ASTRA_HOME/);
+  });
+
+  it('a runtime dir that is a symlink, mode 0755, or owned by another uid is refused with a clear message', async () => {
+    const h1 = home();
+    fs.mkdirSync(path.join(h1, 'elsewhere'), { mode: 0o700 });
+    fs.symlinkSync(path.join(h1, 'elsewhere'), path.join(h1, 'run'));
+    const r1 = await runCli(['daemon', 'start'], envFor(h1));
+    expect(r1.code).toBe(1);
+    expect(r1.stderr).toMatch(/symlink/i);
+
+    const h2 = home();
+    fs.mkdirSync(path.join(h2, 'run'), { mode: 0o755 });
+    fs.chmodSync(path.join(h2, 'run'), 0o755);
+    const r2 = await runCli(['daemon', 'start'], envFor(h2));
+    expect(r2.code).toBe(1);
+    expect(r2.stderr).toMatch(/chmod 700/);
+
+    if (process.getuid?.() === 0) {
+      const h3 = home();
+      fs.mkdirSync(path.join(h3, 'run'), { mode: 0o700 });
+      fs.chownSync(path.join(h3, 'run'), 12345, 12345);
+      const r3 = await runCli(['daemon', 'start'], envFor(h3));
+      expect(r3.code).toBe(1);
+      expect(r3.stderr).toMatch(/owned by/i);
+    }
+  });
+
+  it('SIGTERM makes the daemon exit 0 with its record and socket removed', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    process.kill(record.pid, 'SIGTERM');
+    await waitFor('daemon exit', () => !isAlive(record.pid));
+    expect(fs.existsSync(recordPath(h))).toBe(false);
+    expect(fs.existsSync(record.endpoint)).toBe(false);
+    const log = fs.readFileSync(path.join(h, 'logs', 'daemon.log'), 'utf8');
+    expect(log).toMatch(/"signal":"SIGTERM"/);
+    expect(log).toMatch(/daemon stopped/);
+  });
+
+  it('stop --force kills a daemon that cannot answer (stopped with SIGSTOP)', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    process.kill(record.pid, 'SIGSTOP');
+    try {
+      const r = await runCli(['daemon', 'stop', '--force'], env);
+      expect(r.code).toBe(0);
+      await waitFor('daemon gone', () => !isAlive(record.pid));
+    } finally {
+      if (isAlive(record.pid)) process.kill(record.pid, 'SIGKILL');
+    }
+    expect((await runCli(['daemon', 'status'], env)).code).toBe(3);
+  });
+
+  it('restart gives a new instance', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const before = readRecordFile(h)!;
+    const r = await runCli(['daemon', 'restart'], env);
+    expect(r.code).toBe(0);
+    const after = readRecordFile(h)!;
+    expect(after.instanceId).not.toBe(before.instanceId);
+    expect(isAlive(before.pid)).toBe(false);
+    expect(isAlive(after.pid)).toBe(true);
+  });
+
+  it('every command has --help', async () => {
+    const h = home();
+    for (const args of [['--help'], ['daemon', '--help'], ['daemon', 'status', '--help'], ['daemon', 'stop', '--help']]) {
+      const r = await runCli(args, envFor(h));
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/Usage: astra/);
+    }
+    const bad = await runCli(['daemon', 'stop', '--timeout', 'soon'], envFor(h));
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--timeout takes milliseconds/);
+  });
+
+});

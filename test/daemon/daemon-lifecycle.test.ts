@@ -1,0 +1,235 @@
+// The daemon's start-up race, handshake, self-check and idle exit, with real processes.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Connection, encodeFrame } from '../../ipc/index.js';
+import { AstraError, LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
+import {
+  ROOT,
+  cleanupHome,
+  envFor,
+  isAlive,
+  jsonLines,
+  makeHome,
+  processesOfHome,
+  readRecordFile,
+  recordPath,
+  runCli,
+  runNode,
+  startNode,
+  waitFor,
+  type RecordShape,
+} from '../helpers/processes.js';
+
+const CLIENT = path.join(ROOT, 'test', 'fixtures', 'connect-client.mjs');
+const homes: string[] = [];
+function home(): string {
+  const h = makeHome();
+  homes.push(h);
+  return h;
+}
+afterEach(async () => {
+  await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
+});
+
+async function startDaemon(h: string, extra: Record<string, string> = {}): Promise<RecordShape> {
+  const r = await runCli(['daemon', 'start'], envFor(h, extra));
+  expect(r.code, r.stderr).toBe(0);
+  return readRecordFile(h)!;
+}
+
+function rawConnect(endpoint: string): Promise<Connection> {
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection({ path: endpoint });
+    s.once('connect', () => {
+      s.removeAllListeners('error');
+      resolve(new Connection(s, { maxIncomingBytes: LIMITS.maxFrameBytes, maxOutgoingBytes: LIMITS.maxRequestBytes, requestTimeoutMs: 5_000 }));
+    });
+    s.once('error', reject);
+  });
+}
+
+function closed(conn: Connection): Promise<AstraError | undefined> {
+  return new Promise((resolve) => conn.onClose(resolve));
+}
+
+function initParams(record: RecordShape, over: Record<string, unknown> = {}) {
+  return { protocolVersion: PROTOCOL_VERSION, token: record.token, clientInfo: { name: 'test', version: '1' }, ...over };
+}
+
+describe('start-up', () => {
+  it('16 client processes started at once against no daemon all succeed with exactly one daemon', async () => {
+    const h = home();
+    const env = envFor(h);
+    const results = await Promise.all(Array.from({ length: 16 }, () => runNode([CLIENT], env, 30_000)));
+    const parsed = results.map((r) => JSON.parse(r.stdout.trim()));
+    for (const p of parsed) expect(p, JSON.stringify(p)).toMatchObject({ ok: true });
+    const ids = new Set(parsed.map((p) => p.instanceId));
+    expect(ids.size).toBe(1);
+    expect(parsed.filter((p) => p.spawned)).toHaveLength(1);
+    const daemonPids = processesOfHome(h).filter((pid) =>
+      fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('daemon/main.js'),
+    );
+    expect(daemonPids).toEqual([parsed[0].pid]);
+  });
+
+  it('after the daemon is SIGKILLed the next client clears the leftovers and starts a new instance', async () => {
+    const h = home();
+    const env = envFor(h);
+    const first = await startDaemon(h);
+    process.kill(first.pid, 'SIGKILL');
+    await waitFor('daemon death', () => !isAlive(first.pid));
+    expect(fs.existsSync(recordPath(h))).toBe(true);
+    expect(fs.existsSync(first.endpoint)).toBe(true);
+    const r = await runNode([CLIENT], env);
+    const out = JSON.parse(r.stdout.trim());
+    expect(out).toMatchObject({ ok: true, spawned: true });
+    expect(out.instanceId).not.toBe(first.instanceId);
+    expect(readRecordFile(h)!.instanceId).toBe(out.instanceId);
+  });
+
+  it('a client with autoStart off and no daemon gets daemon_not_running naming the fix', async () => {
+    const h = home();
+    const { connectOrSpawn } = await import('../../client/connect.js');
+    const err = await connectOrSpawn({ clientName: 't', autoStart: false, env: envFor(h) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AstraError);
+    expect((err as AstraError).reason).toBe('daemon_not_running');
+    expect((err as AstraError).message).toMatch(/astra daemon start/);
+  });
+});
+
+describe('handshake', () => {
+  it('a wrong token gets unauthorized and the connection is closed', async () => {
+    const h = home();
+    const rec = await startDaemon(h);
+    const conn = await rawConnect(rec.endpoint);
+    const done = closed(conn);
+    const err = await conn.request('initialize', initParams(rec, { token: 'x'.repeat(43) })).catch((e: unknown) => e);
+    expect((err as AstraError).reason).toBe('unauthorized');
+    await done;
+  });
+
+  it('a connection that sends nothing within 2 s is closed', async () => {
+    const h = home();
+    const rec = await startDaemon(h);
+    const conn = await rawConnect(rec.endpoint);
+    const started = Date.now();
+    await closed(conn);
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(LIMITS.handshakeDeadlineMs - 100);
+    expect(elapsed).toBeLessThan(LIMITS.handshakeDeadlineMs + 3_000);
+  });
+
+  it('a request before initialized gets not_initialized; after it the same request works', async () => {
+    const h = home();
+    const rec = await startDaemon(h);
+    const conn = await rawConnect(rec.endpoint);
+    const init = (await conn.request('initialize', initParams(rec))) as Record<string, unknown>;
+    expect(init).toMatchObject({ instanceId: rec.instanceId, protocolVersion: 1 });
+    expect(init.limits).toEqual({ maxRequestBytes: 131072, maxFrameBytes: 8388608, maxInputChars: LIMITS.maxInputChars });
+    expect(init.methods).toEqual(expect.arrayContaining(['initialize', 'ping', 'daemon/status', 'daemon/shutdown', 'turn/start']));
+    const err = await conn.request('ping', {}).catch((e: unknown) => e);
+    expect((err as AstraError).reason).toBe('not_initialized');
+    conn.notify('initialized', {});
+    const pong = (await conn.request('ping', {})) as { now: number };
+    expect(Math.abs(pong.now - Date.now())).toBeLessThan(5_000);
+    conn.close();
+  });
+
+  it('an unsupported protocol version gets incompatible_protocol naming both versions and the fix', async () => {
+    const h = home();
+    const rec = await startDaemon(h);
+    const conn = await rawConnect(rec.endpoint);
+    const done = closed(conn);
+    const err = (await conn.request('initialize', initParams(rec, { protocolVersion: 99 })).catch((e: unknown) => e)) as AstraError;
+    expect(err.reason).toBe('incompatible_protocol');
+    expect(err.message).toMatch(/99/);
+    expect(err.message).toMatch(/speaks 1/);
+    expect(err.message).toMatch(/astra daemon restart/);
+    await done;
+  });
+
+  it('a wrong instanceId gets wrong_instance', async () => {
+    const h = home();
+    const rec = await startDaemon(h);
+    const conn = await rawConnect(rec.endpoint);
+    const err = (await conn.request('initialize', initParams(rec, { instanceId: 'someone-else' })).catch((e: unknown) => e)) as AstraError;
+    expect(err.reason).toBe('wrong_instance');
+  });
+
+  it('an oversize frame gets frame_too_large and the connection is closed; the daemon lives on', async () => {
+    const h = home();
+    const rec = await startDaemon(h);
+    const sock = net.createConnection({ path: rec.endpoint });
+    await new Promise((r) => sock.once('connect', r));
+    const chunks: Buffer[] = [];
+    sock.on('data', (d: Buffer) => chunks.push(d));
+    const header = Buffer.alloc(4);
+    header.writeUInt32BE(LIMITS.maxRequestBytes + 1);
+    sock.write(header);
+    await new Promise((r) => sock.once('close', r));
+    const reply = Buffer.concat(chunks);
+    const { decode } = await import('../../ipc/index.js');
+    const msg = decode(reply.subarray(4, 4 + reply.readUInt32BE(0))) as { error: { data: { reason: string } } };
+    expect(msg.error.data.reason).toBe('frame_too_large');
+    expect(isAlive(rec.pid)).toBe(true);
+    void encodeFrame;
+  });
+});
+
+describe('staying true and idle exit', () => {
+  const fast = { ASTRA_SELF_CHECK_MS: '100' };
+
+  it('exits when the record is overwritten by another instance', async () => {
+    const h = home();
+    const rec = await startDaemon(h, fast);
+    fs.writeFileSync(recordPath(h), JSON.stringify({ ...rec, instanceId: 'another-instance' }), { mode: 0o600 });
+    await waitFor('daemon exit', () => !isAlive(rec.pid), 10_000);
+    // It must not remove the other instance's record.
+    expect(readRecordFile(h)!.instanceId).toBe('another-instance');
+  });
+
+  it('recreates its socket (and record) when the socket file is deleted', async () => {
+    const h = home();
+    const rec = await startDaemon(h, fast);
+    fs.unlinkSync(rec.endpoint);
+    await waitFor('socket back', () => fs.existsSync(rec.endpoint));
+    const status = await runCli(['daemon', 'status', '--json'], envFor(h));
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout).instanceId).toBe(rec.instanceId);
+  });
+
+  it('exits after the idle timeout with no client, and not while a client is connected', async () => {
+    const h = home();
+    const env = envFor(h, { ASTRA_IDLE_TIMEOUT_MS: '600' });
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const rec = readRecordFile(h)!;
+    // Hold a connection open well past the timeout.
+    const holder = startNode(['-e', `
+      import('${path.join(ROOT, 'dist', 'client', 'connect.js')}').then(async ({ connectOrSpawn }) => {
+        const { conn } = await connectOrSpawn({ clientName: 'holder', autoStart: false });
+        console.log('connected');
+        process.stdin.resume();
+      });`], env);
+    const lines = jsonLines(holder);
+    await lines.next((l) => l === 'connected');
+    await new Promise((r) => setTimeout(r, 1_500)); // deliberately longer than the idle timeout
+    expect(isAlive(rec.pid)).toBe(true);
+    const startedIdle = Date.now();
+    holder.kill('SIGKILL');
+    await waitFor('idle exit', () => !isAlive(rec.pid), 10_000);
+    expect(Date.now() - startedIdle).toBeGreaterThanOrEqual(500);
+    expect(fs.existsSync(recordPath(h))).toBe(false);
+    const log = fs.readFileSync(path.join(h, 'logs', 'daemon.log'), 'utf8');
+    expect(log).toMatch(/idle/);
+  });
+
+  it('--idle-timeout on start is honoured and shown by status', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start', '--idle-timeout', '45s'], env)).code).toBe(0);
+    const s = JSON.parse((await runCli(['daemon', 'status', '--json'], env)).stdout);
+    expect(s.idleTimeoutMs).toBe(45_000);
+  });
+});

@@ -1,0 +1,175 @@
+// Test helpers for real processes: a temp ASTRA_HOME per test, the CLI and the daemon run from dist/,
+// and cleanup that kills exactly the processes started for that home, by pid.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
+export const DAEMON = path.join(ROOT, 'dist', 'daemon', 'main.js');
+
+/** A short temp home (the socket path must stay under 103 bytes). */
+export function makeHome(prefix = 'ah'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+}
+
+export function envFor(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ASTRA_HOME: home, ASTRA_LOG_LEVEL: 'debug', ...extra };
+  delete env.NO_COLOR;
+  return env;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `astra <args>` to completion (with a deadline). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunResult> {
+  return runNode([CLI, ...args], env, timeoutMs);
+}
+
+export function runNode(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`node ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export function startNode(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+export interface RecordShape {
+  instanceId: string;
+  pid: number;
+  endpoint: string;
+  token: string;
+  [key: string]: unknown;
+}
+
+export function recordPath(home: string): string {
+  return path.join(home, 'run', 'daemon.json');
+}
+
+export function readRecordFile(home: string): RecordShape | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(recordPath(home), 'utf8')) as RecordShape;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Pids of live processes whose environment has ASTRA_HOME=home (Linux). */
+export function processesOfHome(home: string): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    try {
+      const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
+      if (environ.split('\0').includes(`ASTRA_HOME=${home}`)) {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (!/\) Z /.test(stat)) pids.push(pid);
+      }
+    } catch {
+      // gone or not ours
+    }
+  }
+  return pids;
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/** Kills every process started for this home (daemons, clients) by pid, then removes the home. */
+export async function cleanupHome(home: string, extraPids: number[] = []): Promise<void> {
+  const pids = new Set([...processesOfHome(home), ...extraPids]);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  await waitFor('processes to die', () => [...pids].every((p) => !isAlive(p)), 5_000).catch(() => undefined);
+  fs.rmSync(home, { recursive: true, force: true });
+}
+
+/** Lines of a child's stdout as they arrive, parsed as JSON. */
+export function jsonLines(child: ChildProcess): { lines: unknown[]; next(pred: (v: unknown) => boolean, timeoutMs?: number): Promise<unknown> } {
+  const lines: unknown[] = [];
+  const waiters: { pred: (v: unknown) => boolean; resolve: (v: unknown) => void }[] = [];
+  let buf = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (!line.trim()) continue;
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch {
+        v = line;
+      }
+      lines.push(v);
+      for (const w of [...waiters]) {
+        if (w.pred(v)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(v);
+        }
+      }
+    }
+  });
+  return {
+    lines,
+    next(pred, timeoutMs = 15_000) {
+      const found = lines.find(pred);
+      if (found !== undefined) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const w = { pred, resolve };
+        waiters.push(w);
+        setTimeout(() => {
+          const idx = waiters.indexOf(w);
+          if (idx >= 0) {
+            waiters.splice(idx, 1);
+            reject(new Error(`no matching line within ${timeoutMs} ms; got ${JSON.stringify(lines.slice(-5))}`));
+          }
+        }, timeoutMs);
+      });
+    },
+  };
+}

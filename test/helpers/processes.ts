@@ -77,7 +77,13 @@ export function readRecordFile(home: string): RecordShape | undefined {
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+    // Exited but not yet reaped (this sandbox's init reaps slowly) counts as gone.
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    } catch {
+      return false;
+    }
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }

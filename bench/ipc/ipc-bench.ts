@@ -1,0 +1,307 @@
+// ipc micro-benchmark: this ipc layer against a bare Node socket with the same framing and msgpackr
+// (the baseline), each over a real Unix socket between two processes. Not part of npm test.
+//   node dist/bench/ipc/ipc-bench.js
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Packr, Unpackr, RESERVE_START_SPACE } from 'msgpackr';
+import { Connection } from '../../ipc/index.js';
+import { LIMITS } from '../../protocol/index.js';
+
+const HWM = 256 * 1024;
+const STREAM_EVENTS = 200_000;
+const RT_CALLS = 20_000;
+const RT_WARMUP = 2_000;
+const PAR_CALLS = 100_000;
+const PAR_IN_FLIGHT = 64;
+const REPEATS = 3;
+
+interface Client {
+  request(method: string, params: unknown): Promise<unknown>;
+  onNotification(handler: () => void): void;
+  close(): void;
+}
+
+function event(seq: number): unknown {
+  return {
+    sessionId: 's-0123456789abcdef',
+    seq,
+    ts: Date.now(),
+    type: 'message.delta',
+    data: { turnId: 't-0001', text: 'The quick brown fox jumps over the lazy dog, again and again and again and again and again!!' },
+  };
+}
+
+// ---- the bare baseline: length-prefixed msgpackr, same-tick batching, 256 KiB high-water mark ----
+
+const bPackr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true });
+const bUnpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+
+class BareConn {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private batch = Buffer.allocUnsafeSlow(64 * 1024);
+  private start = 0;
+  private end = 0;
+  private out: Buffer[] = [];
+  private scheduled = false;
+  private nextId = 1;
+  private pending = new Map<number, (r: unknown) => void>();
+  onMessage: (m: { id?: number; method?: string; params?: unknown; result?: unknown }) => void = () => {};
+
+  constructor(readonly socket: net.Socket) {
+    (socket as unknown as { _writableState: { highWaterMark: number } })._writableState.highWaterMark = HWM;
+    socket.on('data', (c: Buffer) => this.read(c));
+    socket.on('error', () => {});
+  }
+
+  get queued(): number {
+    return this.end - this.start + this.socket.writableLength;
+  }
+
+  send(msg: unknown): void {
+    const f = bPackr.pack(msg, RESERVE_START_SPACE | 4);
+    f.writeUInt32BE(f.length - 4, 0);
+    if (this.end + f.length > this.batch.length) {
+      if (this.end > this.start) this.out.push(this.batch.subarray(this.start, this.end));
+      this.batch = Buffer.allocUnsafeSlow(Math.max(64 * 1024, f.length));
+      this.start = this.end = 0;
+    }
+    f.copy(this.batch, this.end);
+    this.end += f.length;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(() => {
+        this.scheduled = false;
+        if (this.end > this.start) this.out.push(this.batch.subarray(this.start, this.end));
+        this.start = this.end;
+        for (const b of this.out) this.socket.write(b);
+        this.out = [];
+      });
+    }
+  }
+
+  request(method: string, params: unknown): Promise<unknown> {
+    const id = this.nextId++;
+    this.send({ id, method, params });
+    return new Promise((resolve) => this.pending.set(id, resolve));
+  }
+
+  private read(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    for (;;) {
+      if (this.buffered < 4) return;
+      let head = this.chunks[0]!;
+      if (head.length < 4) {
+        head = Buffer.concat(this.chunks);
+        this.chunks = [head];
+      }
+      const n = head.readUInt32BE(0);
+      if (this.buffered < 4 + n) return;
+      let payload: Buffer;
+      if (head.length >= 4 + n) {
+        payload = head.subarray(4, 4 + n);
+        if (head.length === 4 + n) this.chunks.shift();
+        else this.chunks[0] = head.subarray(4 + n);
+      } else {
+        const all = Buffer.concat(this.chunks);
+        payload = all.subarray(4, 4 + n);
+        this.chunks = all.length > 4 + n ? [all.subarray(4 + n)] : [];
+      }
+      this.buffered -= 4 + n;
+      const msg = bUnpackr.unpack(payload) as { id?: number; method?: string; result?: unknown };
+      if (msg.method === undefined && msg.id !== undefined) {
+        const r = this.pending.get(msg.id);
+        this.pending.delete(msg.id);
+        r?.(msg.result);
+      } else this.onMessage(msg);
+    }
+  }
+}
+
+// ---- servers (child process) ----
+
+async function pace(queued: () => number, waitDrain: () => Promise<void>): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  if (queued() >= HWM) await waitDrain();
+}
+
+function serve(kind: string, socketPath: string): void {
+  const server = net.createServer((socket) => {
+    socket.on('error', () => {});
+    if (kind === 'bare') {
+      const conn = new BareConn(socket);
+      conn.onMessage = (m) => {
+        if (m.method === 'echo') conn.send({ id: m.id, result: m.params });
+        else if (m.method === 'stream') {
+          void (async () => {
+            const count = (m.params as { count: number }).count;
+            for (let i = 1; i <= count; i++) {
+              conn.send({ method: 'session/event', params: event(i) });
+              if (conn.queued >= HWM) await pace(() => conn.queued, () => new Promise((r) => socket.once('drain', r)));
+            }
+            conn.send({ id: m.id, result: { sent: count } });
+          })();
+        }
+      };
+      return;
+    }
+    const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxRequestBytes, maxOutgoingBytes: LIMITS.maxFrameBytes });
+    conn.onRequest(async (method, params) => {
+      if (method === 'echo') return params;
+      const count = (params as { count: number }).count;
+      for (let i = 1; i <= count; i++) {
+        conn.notify('session/event', event(i));
+        if (conn.queuedBytes >= HWM) await pace(() => conn.queuedBytes, () => new Promise<void>((r) => conn.onDrain(r)));
+      }
+      return { sent: count };
+    });
+  });
+  server.listen(socketPath, () => process.stdout.write('ready\n'));
+}
+
+// ---- clients (this process) ----
+
+async function startServer(kind: string, socketPath: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--serve', kind, socketPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the ${kind} bench server did not start within 10 s`)), 10_000);
+    child.stdout!.once('data', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the ${kind} bench server exited with ${code}`)));
+  });
+  return child;
+}
+
+async function connectClient(kind: string, socketPath: string): Promise<Client> {
+  const socket = net.connect(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  if (kind === 'bare') {
+    const conn = new BareConn(socket);
+    return {
+      request: (m, p) => conn.request(m, p),
+      onNotification: (h) => (conn.onMessage = h),
+      close: () => socket.destroy(),
+    };
+  }
+  const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxFrameBytes, maxOutgoingBytes: LIMITS.maxRequestBytes, requestTimeoutMs: 0 });
+  return {
+    request: (m, p) => conn.request(m, p),
+    onNotification: (h) => conn.onNotification(h),
+    close: () => conn.destroy(),
+  };
+}
+
+async function measure(kind: string): Promise<{ p50: number; p99: number; callsPerSec: number; eventsPerSec: number }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'astra-bench-'));
+  const socketPath = path.join(dir, 'b.sock');
+  const child = await startServer(kind, socketPath);
+  try {
+    const client = await connectClient(kind, socketPath);
+    let received = 0;
+    let onAll: (() => void) | undefined;
+    let target = 0;
+    client.onNotification(() => {
+      if (++received === target) onAll?.();
+    });
+
+    const params = { sessionId: 's-0123456789abcdef', n: 0 };
+    for (let i = 0; i < RT_WARMUP; i++) await client.request('echo', { ...params, n: i });
+    const lat = new Float64Array(RT_CALLS);
+    for (let i = 0; i < RT_CALLS; i++) {
+      const t = process.hrtime.bigint();
+      await client.request('echo', { ...params, n: i });
+      lat[i] = Number(process.hrtime.bigint() - t) / 1000;
+    }
+    lat.sort();
+
+    let issued = 0;
+    const t0 = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: PAR_IN_FLIGHT }, async () => {
+        while (issued < PAR_CALLS) {
+          issued++;
+          await client.request('echo', { ...params, n: issued });
+        }
+      }),
+    );
+    const parSec = Number(process.hrtime.bigint() - t0) / 1e9;
+
+    target = STREAM_EVENTS;
+    received = 0;
+    const done = new Promise<void>((resolve) => (onAll = resolve));
+    const t1 = process.hrtime.bigint();
+    void client.request('stream', { count: STREAM_EVENTS });
+    await done;
+    const streamSec = Number(process.hrtime.bigint() - t1) / 1e9;
+    client.close();
+    return {
+      p50: lat[Math.floor(RT_CALLS * 0.5)]!,
+      p99: lat[Math.floor(RT_CALLS * 0.99)]!,
+      callsPerSec: PAR_CALLS / parSec,
+      eventsPerSec: STREAM_EVENTS / streamSec,
+    };
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** Runs both implementations REPEATS times, alternating, and returns medians and ratios. */
+export async function runIpcBench(log: (line: string) => void = (l) => console.log(l)): Promise<Record<string, number>> {
+  const runs: Record<string, { p50: number[]; p99: number[]; callsPerSec: number[]; eventsPerSec: number[] }> = {
+    bare: { p50: [], p99: [], callsPerSec: [], eventsPerSec: [] },
+    ipc: { p50: [], p99: [], callsPerSec: [], eventsPerSec: [] },
+  };
+  for (let r = 0; r < REPEATS; r++)
+    for (const kind of ['bare', 'ipc'] as const) {
+      const m = await measure(kind);
+      for (const k of ['p50', 'p99', 'callsPerSec', 'eventsPerSec'] as const) runs[kind]![k].push(m[k]);
+    }
+  const out: Record<string, number> = {};
+  for (const kind of ['bare', 'ipc'] as const)
+    for (const k of ['p50', 'p99', 'callsPerSec', 'eventsPerSec'] as const) out[`${kind}.${k}`] = median(runs[kind]![k]);
+  // "slowdown": how many times worse ipc is than bare, for every figure (1.00 = equal, < 1.25 is the target).
+  out['slowdown.p50'] = out['ipc.p50']! / out['bare.p50']!;
+  out['slowdown.p99'] = out['ipc.p99']! / out['bare.p99']!;
+  out['slowdown.callsPerSec'] = out['bare.callsPerSec']! / out['ipc.callsPerSec']!;
+  out['slowdown.eventsPerSec'] = out['bare.eventsPerSec']! / out['ipc.eventsPerSec']!;
+
+  const row = (name: string, unit: string, key: string, digits: number) =>
+    log(
+      `${name.padEnd(34)} bare ${out[`bare.${key}`]!.toFixed(digits).padStart(10)} ${unit.padEnd(8)} ipc ${out[`ipc.${key}`]!.toFixed(digits).padStart(10)} ${unit.padEnd(8)} ×${out[`slowdown.${key}`]!.toFixed(2)}`,
+    );
+  log(`ipc bench (Unix socket, separate processes, median of ${REPEATS}; × = ipc slowdown vs bare)`);
+  row('round trip, 1 in flight, p50', 'µs', 'p50', 1);
+  row('round trip, 1 in flight, p99', 'µs', 'p99', 1);
+  row(`round trip, ${PAR_IN_FLIGHT} in flight`, 'calls/s', 'callsPerSec', 0);
+  row(`stream of ${STREAM_EVENTS} ~200-byte events`, 'events/s', 'eventsPerSec', 0);
+  return out;
+}
+
+const argv = process.argv;
+if (argv[1] && path.resolve(argv[1]) === fileURLToPath(import.meta.url)) {
+  if (argv[2] === '--serve') serve(argv[3]!, argv[4]!);
+  else
+    runIpcBench().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        console.error(e);
+        process.exit(1);
+      },
+    );
+}

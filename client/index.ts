@@ -1,0 +1,28 @@
+// client/: AstraClient and what comes with it (DESIGN.md §8).
+export {
+  AstraClient,
+  type AstraClientOptions,
+  type AcquireControllerOptions,
+  type ApprovalHandler,
+  type ApprovalRequest,
+  type ClientEvents,
+  type ClientState,
+} from './client.js';
+export { OutcomeUnknownError } from './errors.js';
+export { Subscription, type SubscribeOptions } from './subscription.js';
+export { ControllerLease, type PersistedLease } from './lease.js';
+export { TypedEmitter, type Listener } from './events.js';
+export { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+export type {
+  CallArgs,
+  CallOptions,
+  ClientMethodName,
+  ClientParams,
+  DerivedApi,
+  MethodFn,
+  MethodNamespace,
+  NamespaceApi,
+  TopLevelMethodName,
+  AutoFilledField,
+} from './api.js';
+export { connectOrSpawn, daemonEntryPath, type ConnectOptions, type Connected, type InitializeResult } from './connect.js';

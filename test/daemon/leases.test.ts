@@ -1,0 +1,207 @@
+// Many clients, one writer (DESIGN.md §6, §7): real daemon, real client processes.
+import { afterEach, describe, expect, it } from 'vitest';
+import { Driver, type Line } from '../helpers/driver.js';
+import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
+
+const homes: string[] = [];
+const drivers: Driver[] = [];
+afterEach(async () => {
+  for (const d of drivers.splice(0)) d.kill();
+  await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
+});
+
+async function setup(extra: Record<string, string> = {}): Promise<{ env: NodeJS.ProcessEnv; driver: (name: string) => Promise<Driver> }> {
+  const h = makeHome();
+  homes.push(h);
+  const env = envFor(h, extra);
+  const r = await runCli(['daemon', 'start'], env);
+  expect(r.code, r.stderr).toBe(0);
+  return {
+    env,
+    driver: async (name: string) => {
+      const d = new Driver(env, name);
+      drivers.push(d);
+      return d.ready();
+    },
+  };
+}
+
+function seqs(events: Line[]): number[] {
+  return events.map((e) => e.seq as number);
+}
+
+function contiguous(list: number[], from = 1): boolean {
+  return list.every((s, i) => s === from + i);
+}
+
+const output = (events: Line[]) =>
+  events
+    .filter((e) => e.type === 'command.output')
+    .map((e) => e.data.data)
+    .join('');
+
+describe('leases over the wire', () => {
+  it('three clients on one session: observers see every event in order, observers cannot write, takeover moves control and the old epoch is stale', async () => {
+    const { driver } = await setup();
+    const [ctl, obs1, obs2] = await Promise.all([driver('controller'), driver('observer-1'), driver('observer-2')]);
+    const { session } = await ctl.call('session/create', { title: 'shared', approvalPolicy: 'ask' });
+    const sessionId = session.id as string;
+    for (const d of [ctl, obs1, obs2]) await d.call('session/subscribe', { sessionId, sinceSeq: 0 });
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    expect(lease.epoch).toBeGreaterThan(0);
+    expect(lease.resumeToken).toEqual(expect.any(String));
+
+    // Only the controller is asked; observers see the approval events.
+    ctl.send({ op: 'approvals', mode: 'approve' });
+    const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo hello; echo done' }, idempotencyKey: 'k1' });
+    for (const d of [ctl, obs1, obs2]) {
+      await d.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed' && l.params.data.turnId === turnId);
+    }
+    expect(ctl.lines.some((l) => l.approvalRequest)).toBe(true);
+    expect(obs1.lines.some((l) => l.approvalRequest)).toBe(false);
+    const reference = ctl.events(sessionId);
+    for (const d of [obs1, obs2]) {
+      const events = d.events(sessionId);
+      expect(seqs(events)).toEqual(seqs(reference));
+      expect(contiguous(seqs(events))).toBe(true);
+      expect(events.map((e) => e.type)).toEqual(
+        expect.arrayContaining(['lease.changed', 'turn.started', 'approval.requested', 'approval.resolved', 'command.started', 'command.output', 'command.completed', 'turn.completed']),
+      );
+      expect(output(events)).toBe('hello\ndone\n');
+    }
+    const completed = reference.find((e) => e.type === 'turn.completed')!;
+    expect(completed.data).toMatchObject({ status: 'completed', exitCode: 0 });
+
+    // An observer cannot write.
+    const refused = await obs1.callError('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo nope' }, idempotencyKey: 'k2' });
+    expect(refused.reason).toBe('not_controller');
+    const held = await obs1.callError('lease/acquire', { sessionId });
+    expect(held.reason).toBe('lease_held');
+    expect(held.message).toContain('controller');
+
+    // Takeover: control moves, the old controller is told, and its next write is stale.
+    const taken = await obs1.call('lease/acquire', { sessionId, takeover: true });
+    expect(taken.epoch).toBeGreaterThan(lease.epoch);
+    await ctl.next((l) => l.note === 'lease/revoked' && l.params.sessionId === sessionId);
+    const stale = await ctl.callError('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo late' }, idempotencyKey: 'k3' });
+    expect(stale.reason).toBe('stale_epoch');
+    await obs2.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'takeover');
+    const status = await obs2.call('daemon/status');
+    const s = status.sessions.find((x: Line) => x.id === sessionId);
+    expect(s.controller.clientName).toBe('observer-1');
+    expect(s.epoch).toBe(taken.epoch);
+    expect(s.observers).toBe(2);
+  });
+
+  it('a controller SIGKILLed mid-turn: observers see grace, a new process reclaims with the resume token and the turn kept running', async () => {
+    const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '20000' });
+    const ctl = await driver('controller');
+    const obs = await driver('observer');
+    const { session } = await ctl.call('session/create', { approvalPolicy: 'auto' });
+    const sessionId = session.id as string;
+    await obs.call('session/subscribe', { sessionId });
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo started; sleep 2; echo finished' }, idempotencyKey: 't1' });
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'command.output');
+    ctl.kill('SIGKILL');
+    const grace = await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'grace');
+    expect(grace.params.data.graceUntil).toBeGreaterThan(Date.now());
+
+    const heir = await driver('heir');
+    const reclaimed = await heir.call('lease/acquire', { sessionId, resumeToken: lease.resumeToken });
+    expect(reclaimed.epoch).toBeGreaterThan(lease.epoch);
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'reclaimed');
+    const done = await obs.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed', 15_000);
+    expect(done.params.data).toMatchObject({ turnId, status: 'completed', exitCode: 0 });
+    expect(output(obs.events(sessionId))).toBe('started\nfinished\n');
+  });
+
+  it('when nobody reclaims, grace expiry cancels the running turn and releases the lease', async () => {
+    const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '800' });
+    const ctl = await driver('controller');
+    const obs = await driver('observer');
+    const { session } = await ctl.call('session/create', { approvalPolicy: 'auto' });
+    const sessionId = session.id as string;
+    await obs.call('session/subscribe', { sessionId });
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo started; sleep 30' }, idempotencyKey: 't1' });
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'command.output');
+    ctl.kill('SIGKILL');
+    const expired = await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'expired');
+    expect(expired.params.data.holder).toBeNull();
+    const done = await obs.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed', 10_000);
+    expect(done.params.data).toMatchObject({ turnId, status: 'cancelled' });
+    // The lease is free again: anyone may acquire without takeover.
+    const fresh = await obs.call('lease/acquire', { sessionId });
+    expect(fresh.epoch).toBeGreaterThan(lease.epoch);
+  });
+
+  it('an approval pending when the controller dies is answered by the next controller', async () => {
+    const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '20000' });
+    const ctl = await driver('controller');
+    const obs = await driver('observer');
+    const { session } = await ctl.call('session/create', { approvalPolicy: 'ask' });
+    const sessionId = session.id as string;
+    await obs.call('session/subscribe', { sessionId });
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo approved-by-heir' }, idempotencyKey: 't1' });
+    const asked = await ctl.next((l) => l.approvalRequest !== undefined);
+    ctl.kill('SIGKILL');
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'grace');
+    obs.send({ op: 'approvals', mode: 'approve' });
+    await obs.call('lease/acquire', { sessionId, takeover: true });
+    const reAsked = await obs.next((l) => l.approvalRequest !== undefined);
+    expect(reAsked.approvalRequest.approvalId).toBe(asked.approvalRequest.approvalId);
+    const resolved = await obs.next((l) => l.note === 'session/event' && l.params.type === 'approval.resolved');
+    expect(resolved.params.data).toMatchObject({ decision: 'approve', by: { clientName: 'observer' } });
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed');
+    expect(output(obs.events(sessionId))).toBe('approved-by-heir\n');
+  });
+
+  it('subscribing from seq 0 while a turn streams: no gap and no duplicate across session/replayed', async () => {
+    const { driver } = await setup();
+    const ctl = await driver('controller');
+    const { session } = await ctl.call('session/create', { approvalPolicy: 'auto' });
+    const sessionId = session.id as string;
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    await ctl.call('session/subscribe', { sessionId });
+    await ctl.call('turn/start', {
+      sessionId,
+      epoch: lease.epoch,
+      input: { text: 'for i in $(seq 1 300); do echo line $i; sleep 0.002; done' },
+      idempotencyKey: 't1',
+    });
+    await ctl.next((l) => l.note === 'session/event' && l.params.type === 'command.output');
+    const late = await driver('late');
+    const sub = await late.call('session/subscribe', { sessionId, sinceSeq: 0 });
+    const replayed = await late.next((l) => l.note === 'session/replayed');
+    expect(replayed.params.throughSeq).toBeGreaterThanOrEqual(sub.headSeq);
+    await late.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed', 20_000);
+    const got = seqs(late.events(sessionId));
+    expect(contiguous(got)).toBe(true);
+    expect(got).toEqual(seqs(ctl.events(sessionId)).filter((s) => s <= got[got.length - 1]!));
+    // session/replayed came after the backlog it names and before anything newer.
+    const idx = late.lines.indexOf(replayed);
+    const before = late.lines.slice(0, idx).filter((l) => l.note === 'session/event');
+    expect(before[before.length - 1]!.params.seq).toBe(replayed.params.throughSeq);
+    expect(output(late.events(sessionId))).toBe(Array.from({ length: 300 }, (_, i) => `line ${i + 1}\n`).join(''));
+  });
+
+  it('200 connections at once are served or refused with overloaded, and the daemon lives on', async () => {
+    const { env } = await setup({ ASTRA_MAX_CONNECTIONS: '100' });
+    const { connectOrSpawn } = await import('../../client/connect.js');
+    const results = await Promise.allSettled(
+      Array.from({ length: 200 }, () => connectOrSpawn({ clientName: 'flood', autoStart: false, env })),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(ok.length).toBeGreaterThan(0);
+    for (const r of refused) expect((r as PromiseRejectedResult).reason.reason).toBe('overloaded');
+    expect(ok.length).toBeLessThanOrEqual(100);
+    for (const r of ok) (r as PromiseFulfilledResult<{ conn: { close(): void } }>).value.conn.close();
+    const status = await runCli(['daemon', 'status', '--json'], env);
+    expect(status.code).toBe(0);
+    expect(isAlive(JSON.parse(status.stdout).pid)).toBe(true);
+    await waitFor('flood connections closed', async () => JSON.parse((await runCli(['daemon', 'status', '--json'], env)).stdout).connections.length === 1);
+  });
+});

@@ -4,6 +4,7 @@ export type { RuntimeLogger } from './logger.js';
 export { silentLogger } from './logger.js';
 export type { Engine, EngineContext, EngineResult, ApprovalRequest } from './engine.js';
 export { createShellEngine, type ShellEngineOptions } from './shell-engine.js';
+export { createSyntheticEngine, parseSyntheticSpec, type SyntheticSpec } from './synthetic-engine.js';
 export {
   SessionJournal,
   JOURNAL_MAGIC,

@@ -378,7 +378,6 @@ export class Runtime {
     const host = await this.load(id);
     host.append('session.updated', { title });
     await host.sync();
-    host.writeMeta(false);
     return host.toSession();
   }
 
@@ -389,7 +388,6 @@ export class Runtime {
       throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before archiving.`, { sessionId: id, turnId: host.running.turnId });
     host.append('session.updated', { state: 'archived' });
     await host.sync();
-    host.writeMeta(false);
     return host.toSession();
   }
 
@@ -550,7 +548,6 @@ export class Runtime {
     const host = await this.load(id);
     const e = host.append('lease.changed', data);
     await host.sync();
-    host.writeMeta(false);
     return e;
   }
 

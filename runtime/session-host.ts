@@ -430,6 +430,7 @@ export class SessionHost {
     const headSeq = this.publishedSeq;
     setImmediate(() => {
       this.replay(sub).catch((err: Error) => {
+        if (this.closed) return; // the runtime closed under a replay: nothing to report
         this.opts.logger.error({ sessionId: this.id, err: err.message }, 'subscription replay failed; subscriber dropped');
         sub.closed = true;
         this.subs.delete(sub);
@@ -446,7 +447,7 @@ export class SessionHost {
 
   private async replay(sub: Subscription): Promise<void> {
     for (;;) {
-      if (sub.closed) return;
+      if (sub.closed || this.closed) return;
       if (sub.lastSeq >= this.publishedSeq) {
         sub.live = true;
         sub.sink.onReplayed?.(sub.lastSeq);

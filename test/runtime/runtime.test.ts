@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { isAstraError } from '../../protocol/index.js';
-import { Runtime, type Engine, type RuntimeOptions } from '../../runtime/index.js';
+import { JOURNAL_FILE, RecordKind, Runtime, SessionJournal, silentLogger, type Engine, type RuntimeOptions } from '../../runtime/index.js';
 import { tempDir, waitFor } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -260,5 +260,32 @@ describe('runtime', () => {
     const list = await rt.listSessions({});
     expect(list.sessions[0]).toMatchObject({ id: s.id, title: 'kept', approvalPolicy: 'auto', onControllerLost: 'continue', headSeq: 2 });
     await rt.close();
+  });
+
+  it('writes every event to the journal file before any listener or subscriber sees it', async () => {
+    const d = setupDir();
+    const { rt, ended } = await open(d);
+    const s = await rt.createSession({});
+    const file = path.join(d, 'sessions', s.id, JOURNAL_FILE);
+    const sizeWhenSeen = new Map<number, number>();
+    rt.on('event', (e) => sizeWhenSeen.set(e.seq, fs.statSync(file).size));
+    const subSeen = new Map<number, number>();
+    await rt.subscribe(s.id, 1, { onEvent: (e) => void subSeen.set(e.seq, fs.statSync(file).size) });
+    const t = await rt.startTurn(s.id, { text: '3000' }, 'k');
+    await waitFor(() => ended.get(t.turnId), 'turn end');
+    await rt.close();
+    const recordEnd = new Map<number, number>();
+    let seq = 0;
+    const j = await SessionJournal.open(file, {
+      logger: silentLogger,
+      onRecord: (r) => {
+        if (r.kind === RecordKind.event) recordEnd.set(++seq, r.offset + r.size);
+      },
+    });
+    await j.close();
+    expect(sizeWhenSeen.size).toBe(seq - 1);
+    for (const [q, size] of sizeWhenSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
+    for (const [q, size] of subSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
+    expect(subSeen.size).toBe(seq - 1);
   });
 });

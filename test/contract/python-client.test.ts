@@ -1,0 +1,201 @@
+// A second language speaks Astra: the Python client runs a whole approved turn against a real
+// daemon, and Python's msgpack reads every wire test vector exactly as its JSON meaning says.
+import { describe, it, expect, afterEach } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as protocol from '../../protocol/index.js';
+import * as ipc from '../../ipc/index.js';
+import { ROOT, cleanupHome, envFor, isAlive, makeHome, readRecordFile, runCli } from '../helpers/processes.js';
+// @ts-expect-error plain .mjs shared with scripts/gen-vectors.mjs; it has no type declarations
+import { fromMeaning, maxFrameMessage, renderVector } from '../../scripts/vectors-lib.mjs';
+
+const CLIENT = path.join(ROOT, 'clients', 'python', 'astra_client.py');
+const CHECK_VECTORS = path.join(ROOT, 'clients', 'python', 'check_vectors.py');
+
+/** The first python that can import msgpack: Debian's python3-msgpack lives in /usr/bin/python3. */
+function findPython(): string | undefined {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    const r = spawnSync(candidate, ['-c', 'import msgpack'], { stdio: 'ignore', timeout: 10_000 });
+    if (r.status === 0) return candidate;
+  }
+  return undefined;
+}
+
+function requirePython(): string {
+  const python = findPython();
+  if (!python)
+    expect.fail('no python3 with the msgpack module was found (tried /usr/bin/python3, python3); install it with `apt-get install python3-msgpack`');
+  return python;
+}
+
+interface Outcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, pids: number[]): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid) pids.push(child.pid);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${cmd} ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+interface WireEvent {
+  sessionId: string;
+  seq: number;
+  ts: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+let home: string | undefined;
+const pids: number[] = [];
+
+afterEach(async () => {
+  if (home) {
+    const record = readRecordFile(home);
+    if (record && isAlive(record.pid)) pids.push(record.pid);
+    await cleanupHome(home, pids.splice(0));
+    home = undefined;
+  }
+  for (const pid of pids.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+describe('the Python client', () => {
+  it('runs an approved turn against a real daemon and sees its events in seq order', async () => {
+    const python = requirePython();
+    home = makeHome('apy');
+    const env = envFor(home);
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, `astra daemon start failed: ${started.stderr}`).toBe(0);
+    const record = readRecordFile(home);
+    expect(record, 'the daemon wrote no discovery record').toBeDefined();
+    pids.push(record!.pid);
+
+    const out = await run(python, [CLIENT, '--json', '--timeout', '30'], { ...env, PYTHONDONTWRITEBYTECODE: '1' }, 45_000, pids);
+    expect(out.code, `the Python client failed:\n${out.stderr}\n${out.stdout}`).toBe(0);
+    const lines = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    const connected = lines.find((l) => 'connected' in l)?.connected as { instanceId: string; protocolVersion: number } | undefined;
+    expect(connected?.instanceId).toBe(record!.instanceId);
+    expect(connected?.protocolVersion).toBe(protocol.PROTOCOL_VERSION);
+    const approvals = lines.filter((l) => 'approval' in l).map((l) => l.approval as { command: string; decision: string });
+    expect(approvals).toEqual([expect.objectContaining({ command: 'echo hello from python', decision: 'approve' })]);
+
+    const events = lines.filter((l) => 'event' in l).map((l) => l.event as WireEvent);
+    // The client prints bytes as {"$bin": base64}, the vectors' notation; back to bytes to validate.
+    for (const e of events) protocol.validateEvent(fromMeaning(e));
+    const seqs = events.map((e) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(seqs.length);
+    for (const e of events) expect(Number.isSafeInteger(e.ts) && e.ts > 1_000_000_000_000, `ts ${e.ts} is integer ms`).toBe(true);
+
+    const indexOf = (pred: (e: WireEvent) => boolean, what: string): number => {
+      const i = events.findIndex(pred);
+      expect(i, `no ${what} event among ${events.map((e) => e.type).join(', ')}`).toBeGreaterThanOrEqual(0);
+      return i;
+    };
+    const output = (e: WireEvent): string =>
+      e.type === 'command.output' ? Buffer.from((e.data.data as { $bin: string }).$bin, 'base64').toString('utf8') : '';
+    const order = [
+      indexOf((e) => e.type === 'turn.started', 'turn.started'),
+      indexOf((e) => e.type === 'approval.requested', 'approval.requested'),
+      indexOf((e) => e.type === 'approval.resolved' && e.data.decision === 'approve', 'approval.resolved (approve)'),
+      indexOf((e) => output(e).includes('hello from python'), 'command.output with "hello from python"'),
+      indexOf((e) => e.type === 'turn.completed' && e.data.status === 'completed', 'turn.completed (completed)'),
+    ];
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(events.at(-1)!.type).toBe('turn.completed');
+  });
+
+  it('says how to start a daemon when none is running, and exits 3', async () => {
+    const python = requirePython();
+    home = makeHome('apy');
+    const out = await run(python, [CLIENT], { ...envFor(home), PYTHONDONTWRITEBYTECODE: '1' }, 20_000, pids);
+    expect(out.code).toBe(3);
+    expect(out.stderr).toMatch(/astra daemon start/);
+  });
+});
+
+describe('the wire test vectors read from Python', () => {
+  it('decode with Python msgpack to exactly their JSON meaning and re-encode to the same bytes', async () => {
+    const python = requirePython();
+    const out = await run(python, [CHECK_VECTORS], { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, 30_000, pids);
+    expect(out.code, `check_vectors.py failed:\n${out.stdout}\n${out.stderr}`).toBe(0);
+    const vectors = fs.readdirSync(path.join(ROOT, 'test', 'vectors')).filter((f) => f.endsWith('.json')).length;
+    expect(out.stdout).toContain(`${vectors} vectors checked, 0 failed`);
+  });
+
+  it('include the 8 MiB daemon frame, built at test time', async () => {
+    const python = requirePython();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'avec-'));
+    try {
+      const vector = {
+        name: 'response-max-frame',
+        description: 'exactly maxFrameBytes of payload',
+        direction: 'daemon-to-client',
+        kind: 'response',
+        method: 'session/read',
+        message: maxFrameMessage(protocol, ipc),
+      };
+      const { bin, json } = renderVector(protocol, ipc, vector) as { bin: Buffer; json: string };
+      expect(bin.length).toBe(protocol.LIMITS.maxFrameBytes + 4);
+      fs.writeFileSync(path.join(dir, 'response-max-frame.bin'), bin);
+      fs.writeFileSync(path.join(dir, 'response-max-frame.json'), json);
+      const out = await run(python, [CHECK_VECTORS, dir], { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, 50_000, pids);
+      expect(out.code, `check_vectors.py failed:\n${out.stdout}\n${out.stderr}`).toBe(0);
+      expect(out.stdout).toContain('1 vectors checked, 0 failed');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fail the check when a frame does not match its meaning', async () => {
+    const python = requirePython();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'avec-'));
+    try {
+      const src = path.join(ROOT, 'test', 'vectors');
+      fs.copyFileSync(path.join(src, 'response-ping.json'), path.join(dir, 'response-ping.json'));
+      // The same timestamp as float64 instead of uint64: a float must not pass for an integer.
+      const meaning = JSON.parse(fs.readFileSync(path.join(src, 'response-ping.json'), 'utf8')) as { message: { id: number; result: { now: number } } };
+      const payload = Buffer.from(fs.readFileSync(path.join(src, 'response-ping.bin')).subarray(4));
+      const at = payload.indexOf(0xcf);
+      payload[at] = 0xcb;
+      payload.writeDoubleBE(meaning.message.result.now, at + 1);
+      const header = Buffer.alloc(4);
+      header.writeUInt32BE(payload.length);
+      fs.writeFileSync(path.join(dir, 'response-ping.bin'), Buffer.concat([header, payload]));
+      const out = await run(python, [CHECK_VECTORS, dir], { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, 20_000, pids);
+      expect(out.code).toBe(1);
+      expect(out.stdout).toMatch(/FAIL response-ping\.json: .*float/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+

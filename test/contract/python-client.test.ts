@@ -8,8 +8,7 @@ import path from 'node:path';
 import * as protocol from '../../protocol/index.js';
 import * as ipc from '../../ipc/index.js';
 import { ROOT, cleanupHome, envFor, isAlive, makeHome, readRecordFile, runCli } from '../helpers/processes.js';
-// @ts-expect-error plain .mjs shared with scripts/gen-vectors.mjs; it has no type declarations
-import { fromMeaning, maxFrameMessage, renderVector } from '../../scripts/vectors-lib.mjs';
+import { fromMeaning, maxFrameMessage, renderVector, type WireVector } from '../../scripts/vectors-lib.mjs';
 
 const CLIENT = path.join(ROOT, 'clients', 'python', 'astra_client.py');
 const CHECK_VECTORS = path.join(ROOT, 'clients', 'python', 'check_vectors.py');
@@ -155,7 +154,7 @@ describe('the wire test vectors read from Python', () => {
     const python = requirePython();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'avec-'));
     try {
-      const vector = {
+      const vector: WireVector = {
         name: 'response-max-frame',
         description: 'exactly maxFrameBytes of payload',
         direction: 'daemon-to-client',
@@ -163,7 +162,7 @@ describe('the wire test vectors read from Python', () => {
         method: 'session/read',
         message: maxFrameMessage(protocol, ipc),
       };
-      const { bin, json } = renderVector(protocol, ipc, vector) as { bin: Buffer; json: string };
+      const { bin, json } = renderVector(protocol, ipc, vector);
       expect(bin.length).toBe(protocol.LIMITS.maxFrameBytes + 4);
       fs.writeFileSync(path.join(dir, 'response-max-frame.bin'), bin);
       fs.writeFileSync(path.join(dir, 'response-max-frame.json'), json);

@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as protocol from '../../protocol/index.js';
-// @ts-expect-error plain .mjs shared with scripts/gen-schema.mjs; it has no type declarations
 import { buildProtocolSchema, renderProtocolSchema } from '../../scripts/protocol-schema.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -18,7 +18,6 @@ import {
   validateEvent,
   type ErrorReason,
 } from '../../protocol/index.js';
-// @ts-expect-error plain .mjs shared with scripts/gen-vectors.mjs; it has no type declarations
 import { buildVectors, renderVector, fromMeaning, maxFrameMessage, maxRequestMessage } from '../../scripts/vectors-lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -121,10 +120,10 @@ function walkTags(buf: Buffer, onTag: (tag: number) => void): void {
 
 describe('the wire test vectors', () => {
   it('are exactly what the generator builds from protocol/ and ipc/', () => {
-    const built = buildVectors(protocol, ipc) as Array<{ name: string }>;
+    const built = buildVectors(protocol, ipc);
     expect(names, `the set of vectors in test/vectors differs from the generator's; ${FIX}`).toEqual(built.map((v) => v.name).sort());
     for (const v of built) {
-      const { bin, json } = renderVector(protocol, ipc, v) as { bin: Buffer; json: string };
+      const { bin, json } = renderVector(protocol, ipc, v);
       const { frame } = load(v.name);
       expect(fs.readFileSync(path.join(DIR, `${v.name}.json`), 'utf8') === json, `${v.name}.json is stale; ${FIX}`).toBe(true);
       expect(frame.equals(bin), `${v.name}.bin is stale; ${FIX}`).toBe(true);

@@ -17,6 +17,7 @@ import type {
 import { AstraError } from '../protocol/index.js';
 import { RecordKind, SessionJournal, type ScannedRecord } from './journal.js';
 import type { RuntimeLogger } from './logger.js';
+import { killOrphanGroup } from './orphans.js';
 
 // Journal bodies are private to the runtime, but plain msgpack keeps them readable by other tools.
 const packr = new Packr({ useRecords: false, variableMapSize: true });
@@ -154,6 +155,8 @@ export class SessionHost {
   /** Sparse seq → file offset index (every INDEX_EVERY events) for reads older than the cache. */
   private index: { seq: number; offset: number }[] = [];
   private closed = false;
+  /** Commands started by the running turn and not yet completed (replay only): pid → start ts. */
+  private openCommands = new Map<number, number>();
 
   constructor(
     dir: string,
@@ -199,6 +202,10 @@ export class SessionHost {
       for (const a of [...host.approvals.values()]) {
         host.approvals.delete(a.approvalId);
         host.append('approval.resolved', { turnId: a.turnId, approvalId: a.approvalId, decision: 'deny', reason: 'interrupted: the daemon restarted' });
+      }
+      for (const [pid, ts] of host.openCommands) {
+        const outcome = killOrphanGroup(pid, ts);
+        opts.logger.warn({ sessionId: id, turnId, pid, outcome }, 'command of the interrupted turn: process group handled');
       }
       host.finishTurnState(turnId, 'interrupted');
       host.append('turn.completed', { turnId, status: 'interrupted', error: 'the daemon stopped while this turn was running' });
@@ -272,6 +279,13 @@ export class SessionHost {
         break;
       case 'turn.completed':
         this.finishTurnState(e.data.turnId, e.data.status);
+        this.openCommands.clear();
+        break;
+      case 'command.started':
+        if (e.data.pid !== undefined) this.openCommands.set(e.data.pid, e.ts);
+        break;
+      case 'command.completed':
+        this.openCommands.clear();
         break;
       default:
         break;

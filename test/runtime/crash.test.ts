@@ -5,6 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { validateEvent } from '../../protocol/index.js';
 import { Runtime } from '../../runtime/index.js';
+import { killOrphanGroup } from '../../runtime/orphans.js';
 import { ensureBuilt, isAlive, recordingLogger, tempDir, waitFor } from './helpers.js';
 
 const fixture = path.join(path.dirname(new URL(import.meta.url).pathname), 'fixtures', 'journal-writer.mjs');
@@ -151,6 +152,8 @@ describe('crash safety', () => {
     expect(s.state).toBe('idle');
     expect(s.runningTurnId).toBeUndefined();
     expect(await rt.cancelTurn(id)).toEqual({ turnId: started.turnId, status: 'interrupted' });
+    // The orphaned command (same pid, same start time) was killed with its group on recovery.
+    if (process.platform === 'linux') await waitFor(() => !isAlive(sleepPid), 'the orphaned sleep to be killed', 5000);
 
     const ended = new Map<string, string>();
     rt.on('turnEnded', (_s, t, st) => ended.set(t, st));
@@ -162,5 +165,17 @@ describe('crash safety', () => {
     const out = seen.find((e) => e.type === 'command.output') as SessionEvent<'command.output'>;
     expect(Buffer.from(out.data.data).toString()).toBe('ok\n');
     await rt.close();
+  });
+
+  it.runIf(process.platform === 'linux')('kills an orphaned group only when its pid and start time match the journal', async () => {
+    const child = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    children.push(child);
+    const pid = child.pid!;
+    const startedAt = Date.now();
+    expect(killOrphanGroup(pid, startedAt - 3_600_000)).toBe('not_ours');
+    expect(isAlive(pid)).toBe(true);
+    expect(killOrphanGroup(pid, startedAt)).toBe('killed');
+    await waitFor(() => child.signalCode === 'SIGKILL', 'sleep to die');
+    expect(killOrphanGroup(pid, startedAt)).toBe('gone');
   });
 });

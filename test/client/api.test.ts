@@ -1,0 +1,285 @@
+// The client's API against a real daemon: the derived method table, epochs filled in from the held
+// lease, subscriptions (iterator and callbacks), leases lost and released, approvals, liveness.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AstraClient, type ClientMethodName } from '../../client/index.js';
+import { AstraError, METHOD_NAMES, type SessionEvent } from '../../protocol/index.js';
+import { ROOT } from '../helpers/processes.js';
+import { testHome, waitFor } from './helpers.js';
+
+const CLIENT_METHODS = METHOD_NAMES.filter((m) => m !== 'initialize') as ClientMethodName[];
+
+function accessorOf(client: AstraClient, method: string): unknown {
+  const slash = method.indexOf('/');
+  const holder = client as unknown as Record<string, Record<string, unknown> | undefined>;
+  return slash < 0 ? holder[method] : holder[method.slice(0, slash)]?.[method.slice(slash + 1)];
+}
+
+async function collectUntil(sub: AsyncIterable<SessionEvent>, stop: (e: SessionEvent) => boolean): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = [];
+  for await (const e of sub) {
+    out.push(e);
+    if (stop(e)) break;
+  }
+  return out;
+}
+
+describe('the API derived from the method table', () => {
+  it('offers every method of METHODS as client.call and as a namespaced accessor, and the daemon serves each', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const called: string[] = [];
+    // The accessors go through client.call; record what each one calls.
+    Object.defineProperty(client, 'call', { value: async (m: string) => void called.push(m) });
+    for (const m of CLIENT_METHODS) {
+      const fn = accessorOf(client, m);
+      expect(typeof fn, `accessor for ${m}`).toBe('function');
+      await (fn as (p?: unknown) => Promise<unknown>)({});
+    }
+    expect(called).toEqual(CLIENT_METHODS);
+    for (const m of CLIENT_METHODS) expect(client.serverInfo.methods).toContain(m);
+  });
+
+  it('type-checks calls against the method table (a wrong param or method name is a compile error)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ac-types-'));
+    try {
+      const file = path.join(dir, 'check.mts');
+      fs.writeFileSync(
+        file,
+        `import { AstraClient } from ${JSON.stringify(path.join(ROOT, 'index.js'))};
+export async function f(c: AstraClient): Promise<void> {
+  const { session } = await c.session.create({ title: 'x', approvalPolicy: 'auto' });
+  const started: { turnId: string } = await c.turn.start({ sessionId: session.id, input: { text: 'ls' } });
+  const status = await c.call('daemon/status');
+  const pid: number = status.pid;
+  const now: number = (await c.ping()).now;
+  // @ts-expect-error sessionId is required
+  await c.session.read({});
+  // @ts-expect-error no such method
+  await c.call('session/explode', {});
+  // @ts-expect-error input is required
+  await c.turn.start({ sessionId: session.id });
+  // @ts-expect-error approvalPolicy is 'ask' | 'auto'
+  await c.session.create({ approvalPolicy: 'sometimes' });
+  void [started, pid, now];
+}
+`,
+      );
+      fs.writeFileSync(
+        path.join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          extends: path.join(ROOT, 'tsconfig.json'),
+          compilerOptions: { noEmit: true, rootDir: '/', typeRoots: [path.join(ROOT, 'node_modules', '@types')] },
+          include: [file],
+          exclude: [],
+        }),
+      );
+      const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+      const out = await new Promise<string>((resolve) =>
+        execFile(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], { timeout: 50_000 }, (err, stdout, stderr) =>
+          resolve(err ? `${stdout}${stderr}` || String(err) : ''),
+        ),
+      );
+      expect(out).toBe('');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects an unknown method and bad params locally with typed errors, without losing the connection', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const call = client.call.bind(client) as unknown as (m: string, p?: unknown) => Promise<unknown>;
+    await expect(call('session/explode', {})).rejects.toMatchObject({ reason: 'method_not_found' });
+    await expect(call('session/read', { sessionId: 42 })).rejects.toMatchObject({ reason: 'invalid_params' });
+    await expect(client.session.create({ approvalPolicy: 'sometimes' as 'ask' })).rejects.toMatchObject({ reason: 'invalid_params' });
+    expect((await client.ping()).now).toBeGreaterThan(0);
+  });
+});
+
+describe('leases', () => {
+  it('fills in the epoch from the held lease, and a stale explicit epoch is refused by the daemon', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ title: 'a' });
+    await expect(client.session.rename({ sessionId: session.id, title: 'b' })).rejects.toMatchObject({ reason: 'not_controller' });
+    const lease = await client.acquireController(session.id);
+    expect(lease.epoch).toBeGreaterThan(0);
+    const renamed = await client.session.rename({ sessionId: session.id, title: 'b' });
+    expect(renamed.session.title).toBe('b');
+    expect(renamed.session.epoch).toBe(lease.epoch);
+    await expect(client.session.rename({ sessionId: session.id, title: 'c', epoch: lease.epoch - 1 })).rejects.toMatchObject({ reason: 'stale_epoch' });
+  });
+
+  it('emits leaseLost when another client takes over, and later writes fail locally with not_controller', async () => {
+    const t = testHome();
+    const a = await t.client({ clientName: 'a' });
+    const b = await t.client({ clientName: 'b' });
+    const { session } = await a.session.create({});
+    const lease = await a.acquireController(session.id);
+    const lost = new Promise<{ sessionId: string; reason: string }>((resolve) => a.once('leaseLost', resolve));
+    await expect(b.acquireController(session.id)).rejects.toMatchObject({ reason: 'lease_held' });
+    await b.acquireController(session.id, { takeover: true });
+    expect(await lost).toMatchObject({ sessionId: session.id, reason: 'takeover' });
+    expect(lease.held).toBe(false);
+    expect(a.heldLeases.has(session.id)).toBe(false);
+    await expect(a.session.rename({ sessionId: session.id, title: 'x' })).rejects.toMatchObject({ reason: 'not_controller' });
+    expect((await b.session.rename({ sessionId: session.id, title: 'y' })).session.title).toBe('y');
+  });
+
+  it('release() gives control up without reporting a lost lease', async () => {
+    const t = testHome();
+    const a = await t.client({ clientName: 'a' });
+    const b = await t.client({ clientName: 'b' });
+    const { session } = await a.session.create({});
+    const lease = await a.acquireController(session.id);
+    let lostEvents = 0;
+    a.on('leaseLost', () => lostEvents++);
+    await lease.release();
+    expect(lease.lost).toBe('released');
+    await b.acquireController(session.id);
+    await a.ping();
+    expect(lostEvents).toBe(0);
+  });
+
+  it('generates an idempotencyKey for turn/start when none is given', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    const sub = await client.subscribe(session.id);
+    const { turnId } = await client.turn.start({ sessionId: session.id, input: { text: 'true' } });
+    const events = await collectUntil(sub, (e) => e.type === 'turn.completed');
+    expect(events.filter((e) => e.type === 'turn.started').map((e) => (e.data as { turnId: string }).turnId)).toEqual([turnId]);
+  });
+});
+
+describe('subscriptions', () => {
+  it('breaking out of a for-await loop unsubscribes at the daemon', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({});
+    const sub = await client.subscribe(session.id);
+    const mine = async () => (await client.daemon.status()).connections.find((c) => c.id === client.connectionId)!.subscriptions;
+    expect(await mine()).toEqual([session.id]);
+    for await (const e of sub) {
+      expect(e.seq).toBe(1);
+      break;
+    }
+    expect(sub.closed).toBe(true);
+    expect(sub.lastSeq).toBe(1);
+    expect(await mine()).toEqual([]);
+  });
+
+  it('resumes after sinceSeq, calls onEvent and onReplayed in order, and close() ends the stream', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({});
+    const lease = await client.acquireController(session.id);
+    for (const title of ['one', 'two', 'three']) await client.session.rename({ sessionId: session.id, title });
+    const { headSeq } = await client.session.read({ sessionId: session.id, limit: 1 });
+    const seen: number[] = [];
+    let replayedThrough: number | undefined;
+    let ended = false;
+    const sub = await client.subscribe(session.id, {
+      sinceSeq: 2,
+      onEvent: (e) => seen.push(e.seq),
+      onReplayed: (through) => (replayedThrough = through),
+      onEnd: () => (ended = true),
+    });
+    await waitFor('the replay', () => replayedThrough !== undefined);
+    expect(replayedThrough).toBe(headSeq);
+    expect(seen).toEqual(Array.from({ length: headSeq - 2 }, (_, i) => 3 + i));
+    await client.session.rename({ sessionId: session.id, title: 'four', epoch: lease.epoch });
+    await waitFor('the live event', () => seen.length === headSeq - 1);
+    expect(seen[seen.length - 1]).toBe(headSeq + 1);
+    expect(() => sub[Symbol.asyncIterator]()).toThrow(AstraError);
+    await sub.close();
+    expect(ended).toBe(true);
+  });
+
+  it('a second subscription to the same session is refused with a clear error while the first is open', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({});
+    const sub = await client.subscribe(session.id);
+    await expect(client.subscribe(session.id)).rejects.toMatchObject({ reason: 'invalid_state' });
+    await sub.close();
+    await (await client.subscribe(session.id)).close();
+  });
+
+  it('subscribing to a session that does not exist rejects with not_found', async () => {
+    const t = testHome();
+    const client = await t.client();
+    await expect(client.subscribe('no-such-session')).rejects.toMatchObject({ reason: 'not_found' });
+  });
+
+  it('close() ends every for-await loop', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({});
+    const sub = await client.subscribe(session.id);
+    await waitFor('the replay', () => sub.replayedThrough !== undefined);
+    const loop = collectUntil(sub, () => false);
+    await client.close();
+    expect((await loop).map((e) => e.seq)).toEqual([1]);
+    await expect(client.ping()).rejects.toMatchObject({ reason: 'connection_closed' });
+  });
+});
+
+describe('approvals', () => {
+  it('the onApproval handler answers approval requests; without one the approval stays pending', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ approvalPolicy: 'ask' });
+    const lease = await client.acquireController(session.id);
+    const sub = await client.subscribe(session.id);
+    await client.turn.start({ sessionId: session.id, input: { text: 'echo approved' } });
+    await collectUntil(sub, (e) => e.type === 'approval.requested');
+    await waitFor('the approval to be pending', async () => (await client.daemon.status()).sessions.find((s) => s.id === session.id)?.pendingApprovals === 1);
+
+    const asked: string[] = [];
+    client.onApproval((req) => {
+      asked.push(req.command);
+      return 'approve';
+    });
+    // The daemon offers pending approvals to each new grant of the lease.
+    await lease.release();
+    await client.acquireController(session.id);
+    const sub2 = await client.subscribe(session.id, { sinceSeq: sub.lastSeq });
+    const rest = await collectUntil(sub2, (e) => e.type === 'turn.completed');
+    expect(asked).toEqual(['echo approved']);
+    expect(rest.find((e) => e.type === 'approval.resolved')?.data).toMatchObject({ decision: 'approve' });
+    expect(rest[rest.length - 1]!.data).toMatchObject({ status: 'completed' });
+    const output = rest.filter((e) => e.type === 'command.output').map((e) => Buffer.from((e.data as { data: Uint8Array }).data).toString()).join('');
+    expect(output).toBe('approved\n');
+  });
+});
+
+describe('liveness', () => {
+  it('treats a daemon that stops answering pings as gone and reconnects when it answers again', async () => {
+    const t = testHome();
+    const client = await t.client({ pingIntervalMs: 100, pingTimeoutMs: 300, reconnect: { initialDelayMs: 50, maxDelayMs: 200, maxElapsedMs: 20_000 } });
+    const pid = client.daemonPid;
+    const instance = client.instanceId;
+    const disconnected = new Promise<{ error: AstraError | undefined }>((resolve) => client.once('disconnected', resolve));
+    const reconnected = new Promise<{ daemonRestarted: boolean }>((resolve) => client.once('reconnected', resolve));
+    process.kill(pid, 'SIGSTOP');
+    try {
+      expect((await disconnected).error?.reason).toBe('request_timeout');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect((await reconnected).daemonRestarted).toBe(false);
+    expect(client.instanceId).toBe(instance);
+    expect((await client.ping()).now).toBeGreaterThan(0);
+  });
+
+  it('connect without autoStart and no daemon fails with daemon_not_running', async () => {
+    const t = testHome();
+    await expect(AstraClient.connect({ clientName: 'x', env: t.env, autoStart: false })).rejects.toMatchObject({ reason: 'daemon_not_running' });
+  });
+});

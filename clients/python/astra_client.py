@@ -9,7 +9,7 @@ Run as a script it does one whole session: initialize -> initialized -> session/
 session/subscribe -> lease/acquire -> turn/start (approvalPolicy 'ask') -> approve the
 approval/request -> print session/event notifications until turn.completed.
 
-    python3 astra_client.py [--command 'echo hello from python'] [--deny] [--json] [--timeout 30]
+    python3 astra_client.py [--command 'echo hello from python'] [--deny] [--json] [--trace-frames] [--timeout 30]
 
 Exit status: 0 when the turn completed, 1 on an error (the message says what to do), 3 when no
 daemon is running (start one with `astra daemon start`).
@@ -132,8 +132,9 @@ def decode_payload(payload):
 class Connection:
     """One authenticated connection. Not thread-safe: one thread drives it."""
 
-    def __init__(self, sock):
+    def __init__(self, sock, trace=None):
         self.sock = sock
+        self.trace = trace  # a file to log every frame to (hex + meaning), or None
         self.max_request_bytes = DEFAULT_MAX_REQUEST_BYTES
         self.max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
         self.next_id = 1
@@ -160,16 +161,27 @@ class Connection:
             n -= len(chunk)
         return b"".join(chunks)
 
+    def _trace(self, arrow, frame, message):
+        if self.trace is not None:
+            self.trace.write("%s %s\n  %s\n" % (arrow, frame.hex(" "), json.dumps(_jsonable(message), ensure_ascii=False)))
+            self.trace.flush()
+
     def send(self, message):
-        self.sock.sendall(encode_frame(message, self.max_request_bytes))
+        frame = encode_frame(message, self.max_request_bytes)
+        self._trace(">", frame, message)
+        self.sock.sendall(frame)
 
     def receive(self, timeout=30.0):
         """The next message from the daemon, as a dict."""
         deadline = time.monotonic() + timeout
-        (length,) = HEADER.unpack(self._recv_exactly(HEADER.size, deadline))
+        header = self._recv_exactly(HEADER.size, deadline)
+        (length,) = HEADER.unpack(header)
         if length > self.max_frame_bytes:
             raise AstraError("frame_too_large", "the daemon announced a %d-byte frame; the limit is %d" % (length, self.max_frame_bytes))
-        return decode_payload(self._recv_exactly(length, deadline))
+        payload = self._recv_exactly(length, deadline)
+        message = decode_payload(payload)
+        self._trace("<", header + payload, message)
+        return message
 
     # -- messages
 
@@ -243,7 +255,7 @@ class Connection:
             pass
 
 
-def connect(client_name=CLIENT_NAME, env=None, timeout=10.0):
+def connect(client_name=CLIENT_NAME, env=None, timeout=10.0, trace=None):
     """Discovers the daemon, connects and completes the handshake (initialize + initialized)."""
     record = read_record(env)
     if record["protocolVersion"] != PROTOCOL_VERSION:
@@ -256,7 +268,7 @@ def connect(client_name=CLIENT_NAME, env=None, timeout=10.0):
     except OSError as e:
         sock.close()
         raise AstraError("daemon_not_running", "cannot connect to %s (%s); start the daemon with `astra daemon start`" % (record["endpoint"], e))
-    conn = Connection(sock)
+    conn = Connection(sock, trace)
     try:
         conn.init = conn.request("initialize", {
             "protocolVersion": PROTOCOL_VERSION,
@@ -293,7 +305,7 @@ def _describe(event):
     return json.dumps(_jsonable(data), ensure_ascii=False, sort_keys=True)
 
 
-def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.stdout):
+def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.stdout, trace=None):
     deadline = time.monotonic() + timeout
 
     def left():
@@ -309,7 +321,7 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
             out.write(text + "\n")
         out.flush()
 
-    conn = connect()
+    conn = connect(trace=trace)
     try:
         emit("connected", conn.init, "connected to daemon %s (pid %s, protocol %s) as %s" % (
             conn.init["instanceId"], conn.init["daemon"]["pid"], conn.init["protocolVersion"], conn.init["connectionId"]))
@@ -322,8 +334,9 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
         session = conn.request("session/create", {"title": "python client", "cwd": os.getcwd(), "approvalPolicy": "ask"}, timeout=left())["session"]
         sid = session["id"]
         emit("session", session, "session %s created" % sid)
-        conn.request("session/subscribe", {"sessionId": sid, "sinceSeq": 0}, timeout=left())
         lease = conn.request("lease/acquire", {"sessionId": sid}, timeout=left())
+        # From seq 0: the backlog (session.created, lease.changed) arrives first, then session/replayed.
+        conn.request("session/subscribe", {"sessionId": sid, "sinceSeq": 0}, timeout=left())
         turn = conn.request("turn/start", {"sessionId": sid, "epoch": lease["epoch"], "input": {"text": command},
                                            "idempotencyKey": str(uuid.uuid4())}, timeout=left())
         turn_id = turn["turnId"]
@@ -351,10 +364,12 @@ def main(argv=None):
     parser.add_argument("--command", default="echo hello from python", help="the command line to run (default: %(default)s)")
     parser.add_argument("--deny", action="store_true", help="deny the approval instead of approving it")
     parser.add_argument("--json", action="store_true", help="print one JSON object per line (bytes as {\"$bin\": base64})")
+    parser.add_argument("--trace-frames", action="store_true", help="log every frame (hex and meaning) to stderr")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the turn (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        result = run_turn(args.command, "deny" if args.deny else "approve", args.json, args.timeout)
+        result = run_turn(args.command, "deny" if args.deny else "approve", args.json, args.timeout,
+                          trace=sys.stderr if args.trace_frames else None)
     except AstraError as e:
         sys.stderr.write("astra_client: %s\n" % e)
         return 3 if e.reason == "daemon_not_running" else 1

@@ -32,7 +32,7 @@ import {
   type AstraPaths,
   type DiscoveryRecord,
 } from '../discovery/index.js';
-import { Runtime, createShellEngine, type Engine } from '../runtime/index.js';
+import { Runtime, createShellEngine, createSyntheticEngine, type Engine } from '../runtime/index.js';
 import { LeaseHost } from './lease-host.js';
 import { silentLogger, type Logger } from './logger.js';
 import { Peer } from './peer.js';
@@ -141,7 +141,7 @@ export class Daemon {
       selfCheckMs: opts.selfCheckMs ?? numberFromEnv(env, 'ASTRA_SELF_CHECK_MS') ?? 2_000,
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
     };
-    this.engines = { shell: createShellEngine(), ...(opts.engines ?? {}) };
+    this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
     this.defaultEngine = opts.defaultEngine ?? (opts.engine ? 'custom' : 'shell');
   }

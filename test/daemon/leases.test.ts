@@ -1,4 +1,5 @@
 // Many clients, one writer (DESIGN.md §6, §7): real daemon, real client processes.
+import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
 import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
@@ -204,4 +205,82 @@ describe('leases over the wire', () => {
     expect(isAlive(JSON.parse(status.stdout).pid)).toBe(true);
     await waitFor('flood connections closed', async () => JSON.parse((await runCli(['daemon', 'status', '--json'], env)).stdout).connections.length === 1);
   });
+
+  it('a held lease survives a daemon crash: it comes back in grace, reclaimable only with its resume token', async () => {
+    const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '20000' });
+    const ctl = await driver('controller');
+    const { session } = await ctl.call('session/create', {});
+    const sessionId = session.id as string;
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    process.kill(ctl.daemonPid, 'SIGKILL');
+    await waitFor('daemon death', () => !isAlive(ctl.daemonPid));
+    ctl.kill();
+    const other = await driver('other'); // starts a new daemon
+    expect(other.daemonPid).not.toBe(ctl.daemonPid);
+    const refused = await other.callError('lease/acquire', { sessionId });
+    expect(refused.reason).toBe('lease_held');
+    const heir = await driver('heir');
+    const back = await heir.call('lease/acquire', { sessionId, resumeToken: lease.resumeToken });
+    expect(back.epoch).toBeGreaterThan(lease.epoch);
+    const read = await heir.call('session/read', { sessionId });
+    const reasons = read.events.filter((e: Line) => e.type === 'lease.changed').map((e: Line) => e.data.reason);
+    expect(reasons).toEqual(['acquired', 'restart', 'reclaimed']);
+    expect(read.session.controller.clientName).toBe('heir');
+  });
 });
+
+describe('slow clients', () => {
+  it('an observer stopped with SIGSTOP during a 50,000-event flood: bounded daemon memory, others get everything, the stopped one lags and catches up exactly once', async () => {
+    const { driver, env } = await setup({ ASTRA_MAX_QUEUED_BYTES: String(2 * 1024 * 1024) });
+    const quiet = { DRIVER_QUIET_EVENTS: '1' };
+    const ctl = await driver('controller');
+    const { session } = await ctl.call('session/create', { engine: 'synthetic', approvalPolicy: 'auto' });
+    const sessionId = session.id as string;
+    const observers: Driver[] = [];
+    for (const name of ['fast-1', 'fast-2', 'stopped']) {
+      // Readers that fall behind resubscribe on session/lagged, as the client library does.
+      const d = new Driver(env, name, name === 'stopped' ? quiet : { ...quiet, DRIVER_AUTO_RESUBSCRIBE: '1' });
+      drivers.push(d);
+      await d.ready();
+      await d.call('session/subscribe', { sessionId });
+      observers.push(d);
+    }
+    const [fast1, fast2, stopped] = observers as [Driver, Driver, Driver];
+    const rssBefore = rssOf(ctl.daemonPid);
+    process.kill(stopped.pid, 'SIGSTOP');
+    try {
+      const lease = await ctl.call('lease/acquire', { sessionId });
+      await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'count=50000 size=200' }, idempotencyKey: 'flood' });
+      let peakRss = rssBefore;
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssOf(ctl.daemonPid))), 20);
+      const isDone = (l: Line) => l.note === 'session/event' && l.type === 'turn.completed';
+      await Promise.all([fast1.next(isDone, 60_000), fast2.next(isDone, 60_000)]);
+      clearInterval(sampler);
+      const head = fast1.events(sessionId).at(-1)!.seq as number;
+      expect(head).toBeGreaterThan(50_000);
+      for (const d of [fast1, fast2]) expect(contiguous(seqs(d.events(sessionId)))).toBe(true);
+      // Stated bound: the flood (about 12 MB of events) and a stopped reader grow the daemon by < 96 MB.
+      expect(peakRss - rssBefore).toBeLessThan(96 * 1024 * 1024);
+      process.kill(stopped.pid, 'SIGCONT');
+      const lagged = await stopped.next((l) => l.note === 'session/lagged', 30_000);
+      const from = lagged.params.resumeFromSeq as number;
+      expect(from).toBeLessThan(head);
+      const sub = await stopped.call('session/subscribe', { sessionId, sinceSeq: from }, 30_000);
+      expect(sub.headSeq).toBe(head);
+      await stopped.next(isDone, 60_000);
+      const got = seqs(stopped.events(sessionId));
+      expect(got).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+    } finally {
+      try {
+        process.kill(stopped.pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+    }
+  });
+});
+
+function rssOf(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}

@@ -1,6 +1,7 @@
 // AstraClient (DESIGN.md §8): connect-or-spawn, typed calls derived from the method table, event
 // subscriptions, leases, approvals, liveness pings, and reconnect with resume.
 import crypto from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import {
   AstraError,
   METHODS,
@@ -159,6 +160,8 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.pingIntervalMs = opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
+    // Every backoff sleep listens on this signal; many concurrent retries are normal, not a leak.
+    setMaxListeners(0, this.closeController.signal);
     this.defineDerivedApi();
   }
 

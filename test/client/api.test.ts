@@ -230,6 +230,16 @@ describe('subscriptions', () => {
   });
 });
 
+describe('overload', () => {
+  it('600 concurrent reads on one connection, past the daemon in-flight bound of 256, all resolve (overloaded is retried)', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ title: 'busy' });
+    const results = await Promise.all(Array.from({ length: 600 }, () => client.session.read({ sessionId: session.id })));
+    expect(results.every((r) => r.session.title === 'busy')).toBe(true);
+  });
+});
+
 describe('approvals', () => {
   it('the onApproval handler answers approval requests; without one the approval stays pending', async () => {
     const t = testHome();

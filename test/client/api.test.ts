@@ -43,19 +43,23 @@ describe('the API derived from the method table', () => {
     for (const m of CLIENT_METHODS) expect(client.serverInfo.methods).toContain(m);
   });
 
-  it('type-checks calls against the method table (a wrong param or method name is a compile error)', async () => {
+  it("type-checks calls against the method table through the package entry ('astra'), and the entry runs", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ac-types-'));
     try {
+      // An application next to an installed package: node_modules/astra is this repository.
+      fs.mkdirSync(path.join(dir, 'node_modules'));
+      fs.symlinkSync(ROOT, path.join(dir, 'node_modules', 'astra'), 'dir');
       const file = path.join(dir, 'check.mts');
       fs.writeFileSync(
         file,
-        `import { AstraClient } from ${JSON.stringify(path.join(ROOT, 'index.js'))};
+        `import { AstraClient, OutcomeUnknownError, METHODS } from 'astra';
 export async function f(c: AstraClient): Promise<void> {
   const { session } = await c.session.create({ title: 'x', approvalPolicy: 'auto' });
   const started: { turnId: string } = await c.turn.start({ sessionId: session.id, input: { text: 'ls' } });
   const status = await c.call('daemon/status');
   const pid: number = status.pid;
   const now: number = (await c.ping()).now;
+  const e: string | undefined = new OutcomeUnknownError('turn/start').idempotencyKey;
   // @ts-expect-error sessionId is required
   await c.session.read({});
   // @ts-expect-error no such method
@@ -64,26 +68,33 @@ export async function f(c: AstraClient): Promise<void> {
   await c.turn.start({ sessionId: session.id });
   // @ts-expect-error approvalPolicy is 'ask' | 'auto'
   await c.session.create({ approvalPolicy: 'sometimes' });
-  void [started, pid, now];
+  void [started, pid, now, e, METHODS];
 }
 `,
       );
       fs.writeFileSync(
         path.join(dir, 'tsconfig.json'),
         JSON.stringify({
-          extends: path.join(ROOT, 'tsconfig.json'),
-          compilerOptions: { noEmit: true, rootDir: '/', typeRoots: [path.join(ROOT, 'node_modules', '@types')] },
-          include: [file],
-          exclude: [],
+          compilerOptions: {
+            strict: true,
+            noEmit: true,
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            target: 'ES2022',
+            skipLibCheck: true,
+            types: ['node'],
+            typeRoots: [path.join(ROOT, 'node_modules', '@types')],
+          },
+          files: [file],
         }),
       );
-      const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-      const out = await new Promise<string>((resolve) =>
-        execFile(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], { timeout: 50_000 }, (err, stdout, stderr) =>
-          resolve(err ? `${stdout}${stderr}` || String(err) : ''),
-        ),
-      );
-      expect(out).toBe('');
+      const run = (args: string[]) =>
+        new Promise<string>((resolve) =>
+          execFile(process.execPath, args, { cwd: dir, timeout: 50_000 }, (err, stdout, stderr) => resolve(err ? `${stdout}${stderr}` || String(err) : stdout)),
+        );
+      expect(await run([path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(dir, 'tsconfig.json')])).toBe('');
+      fs.writeFileSync(path.join(dir, 'run.mjs'), "import { AstraClient, PROTOCOL_VERSION } from 'astra';\nconsole.log(typeof AstraClient.connect, PROTOCOL_VERSION);\n");
+      expect(await run([path.join(dir, 'run.mjs')])).toBe('function 1\n');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

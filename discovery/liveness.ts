@@ -3,7 +3,6 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { AstraError } from '../protocol/index.js';
-import { assertSocketPathFits } from './paths.js';
 
 export type SocketProbe = 'listening' | 'refused' | 'missing' | 'not_socket';
 
@@ -35,12 +34,12 @@ function isZombie(pid: number): boolean {
 }
 
 /**
+ * The caller checks the path length first (ipc/endpoint checkSocketPath): Node would truncate it.
  * Connects to `socketPath` to learn whether a server listens there. A connect that neither succeeds
  * nor fails within `timeoutMs` counts as 'listening' (a busy server's backlog), so that nothing
  * removes a socket someone may still be serving on.
  */
 export async function probeSocket(socketPath: string, timeoutMs = 1000): Promise<SocketProbe> {
-  assertSocketPathFits(socketPath);
   return await new Promise<SocketProbe>((resolve, reject) => {
     const socket = net.connect({ path: socketPath });
     let settled = false;

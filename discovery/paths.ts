@@ -1,10 +1,8 @@
 // Where Astra keeps its files (DESIGN.md §4). ASTRA_HOME relocates everything, which is what tests do.
 
-import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import envPaths from 'env-paths';
-import { AstraError } from '../protocol/index.js';
 
 export interface AstraPaths {
   /** ASTRA_HOME, resolved, when set. */
@@ -16,14 +14,9 @@ export interface AstraPaths {
   logFile: string;
   /** The discovery record, daemon.json. */
   recordPath: string;
-  /** The Unix socket path (a named pipe name on Windows). */
-  socketPath: string;
   spawnLockPath: string;
   instanceLockPath: string;
 }
-
-/** macOS allows 103 bytes in sun_path (Linux 107): the smaller is the limit everywhere. */
-export const MAX_SOCKET_PATH_BYTES = 103;
 
 export function resolvePaths(env: NodeJS.ProcessEnv = process.env): AstraPaths {
   const home = env.ASTRA_HOME ? path.resolve(env.ASTRA_HOME) : undefined;
@@ -49,7 +42,6 @@ export function resolvePaths(env: NodeJS.ProcessEnv = process.env): AstraPaths {
     logDir,
     logFile: path.join(logDir, 'daemon.log'),
     recordPath: path.join(runtimeDir, 'daemon.json'),
-    socketPath: process.platform === 'win32' ? pipeName(runtimeDir) : path.join(runtimeDir, 'astra.sock'),
     // One target file per lock: proper-lockfile keeps its lock directory next to it (<target>.lock).
     spawnLockPath: path.join(runtimeDir, 'spawn.lock'),
     instanceLockPath: path.join(runtimeDir, 'instance.lock'),
@@ -58,28 +50,11 @@ export function resolvePaths(env: NodeJS.ProcessEnv = process.env): AstraPaths {
   return paths;
 }
 
-/** Throws socket_path_too_long when Node would silently truncate the socket path. */
-export function assertSocketPathFits(socketPath: string): void {
-  if (process.platform === 'win32') return;
-  const bytes = Buffer.byteLength(socketPath);
-  if (bytes > MAX_SOCKET_PATH_BYTES) {
-    throw new AstraError(
-      'socket_path_too_long',
-      `The socket path ${socketPath} is ${bytes} bytes; the limit is ${MAX_SOCKET_PATH_BYTES}. ` +
-        'Set ASTRA_HOME (or XDG_RUNTIME_DIR) to a shorter directory.',
-      { socketPath, bytes, max: MAX_SOCKET_PATH_BYTES },
-    );
-  }
-}
-
 function userTag(): string {
   const uid = process.getuid?.();
   return uid !== undefined ? String(uid) : os.userInfo().username.replace(/[^A-Za-z0-9_.-]/g, '_');
 }
 
-function pipeName(runtimeDir: string): string {
-  return `\\\\.\\pipe\\astra-${createHash('sha256').update(runtimeDir).digest('hex').slice(0, 16)}`;
-}
 
 // env-paths reads process.env; when the caller passes another environment on Linux, apply the same
 // XDG rules to it so the result does not depend on the process's own variables.

@@ -1,8 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
-import { AstraError } from '../../protocol/index.js';
-import { MAX_SOCKET_PATH_BYTES, assertSocketPathFits, resolvePaths } from '../../discovery/index.js';
+import { resolvePaths } from '../../discovery/index.js';
 
 describe('resolvePaths', () => {
   it('puts everything under ASTRA_HOME when it is set, with short names', () => {
@@ -14,7 +13,6 @@ describe('resolvePaths', () => {
       logDir: '/srv/h/logs',
       logFile: '/srv/h/logs/daemon.log',
       recordPath: '/srv/h/run/daemon.json',
-      socketPath: '/srv/h/run/astra.sock',
       spawnLockPath: '/srv/h/run/spawn.lock',
       instanceLockPath: '/srv/h/run/instance.lock',
     });
@@ -28,7 +26,6 @@ describe('resolvePaths', () => {
     const p = resolvePaths({ XDG_RUNTIME_DIR: '/run/user/5', HOME: '/home/u' });
     expect(p.home).toBeUndefined();
     expect(p.runtimeDir).toBe('/run/user/5/astra');
-    expect(p.socketPath).toBe('/run/user/5/astra/astra.sock');
     expect(p.recordPath).toBe('/run/user/5/astra/daemon.json');
     if (process.platform === 'linux') {
       expect(p.dataDir).toBe('/home/u/.local/share/astra');
@@ -55,25 +52,5 @@ describe('resolvePaths', () => {
       if (saved === undefined) delete process.env.ASTRA_HOME;
       else process.env.ASTRA_HOME = saved;
     }
-  });
-});
-
-describe('assertSocketPathFits', () => {
-  it('accepts 103 bytes and refuses 104 with a message naming ASTRA_HOME', () => {
-    const fits = '/' + 'a'.repeat(MAX_SOCKET_PATH_BYTES - 1);
-    expect(() => assertSocketPathFits(fits)).not.toThrow();
-    try {
-      assertSocketPathFits(fits + 'b');
-      expect.unreachable();
-    } catch (e) {
-      expect(e).toBeInstanceOf(AstraError);
-      expect((e as AstraError).reason).toBe('socket_path_too_long');
-      expect((e as AstraError).message).toContain('ASTRA_HOME');
-      expect((e as AstraError).data).toMatchObject({ bytes: 104, max: 103 });
-    }
-  });
-
-  it('counts bytes, not characters', () => {
-    expect(() => assertSocketPathFits('/' + 'é'.repeat(60))).toThrow(/socket path/);
   });
 });

@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { onTestFinished } from 'vitest';
-import { isAstraError } from '../../protocol/index.js';
 import { isProcessAlive, probeSocket, removeStaleSocket } from '../../discovery/index.js';
 import { killAndWait, spawnHelper, tempDir, waitForLine } from './helpers.js';
 

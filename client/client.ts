@@ -438,6 +438,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         // The daemon dropped this stream; pick it up again from what was really delivered.
         const p = params as ServerNotificationParams<'session/lagged'>;
         const sub = this.subs.get(p.sessionId);
+        if (sub) sub.lagCount++;
         if (sub && conn === this.conn && this.currentState === 'connected') {
           this.sendSubscribe(conn, sub).catch((e: unknown) => {
             const err = toAstraError(e);

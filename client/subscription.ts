@@ -26,6 +26,8 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   headSeq = 0;
   /** Through which seq the backlog has been replayed, once `session/replayed` arrived. */
   replayedThrough: number | undefined;
+  /** How often the daemon dropped this stream for falling behind (session/lagged); each time it was resumed from lastSeq. */
+  lagCount = 0;
 
   private seq: number;
   private readonly queue: SessionEvent[] = [];

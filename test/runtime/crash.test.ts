@@ -62,7 +62,7 @@ async function readAll(rt: Runtime, id: string, from = 0): Promise<SessionEvent[
 }
 
 describe('crash safety', () => {
-  it('a writer SIGKILLed mid-burst 20 times leaves a valid prefix holding every acknowledged mutation', async () => {
+  it('a writer SIGKILLed mid-burst 20 times leaves a valid prefix holding every acknowledged mutation', { timeout: 120_000 }, async () => {
     const dataDir = tempDir();
     dirs.push(dataDir);
     const allAcks: Ack[] = [];
@@ -78,7 +78,7 @@ describe('crash safety', () => {
     let totalEvents = 0;
     for (let run = 0; run < 20; run++) {
       const c = startChild([dataDir, 'burst', String(run)]);
-      const target = 2 + Math.floor(Math.random() * 40);
+      const target = 2 + Math.floor(Math.random() * 25);
       await waitFor(() => c.acks.length >= target || c.child.exitCode !== null, `${target} acks from run ${run}`, 20_000);
       expect(c.child.exitCode, c.stderr()).toBeNull();
       c.child.kill('SIGKILL');

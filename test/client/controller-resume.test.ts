@@ -44,4 +44,28 @@ describe('a controller process that is SIGKILLed', () => {
     expect(now.title).toBe('renamed by app-2');
     expect(now.controller?.clientName).toBe('app-2');
   });
+
+  it('a client whose lease was taken over while it was disconnected reports leaseLost after reconnecting', async () => {
+    // The daemon closes a silent connection after 1.5 s, which puts the frozen client's lease in grace.
+    const t = testHome({ ASTRA_SILENT_CONNECTION_MS: '1500' });
+    const other = await t.client({ clientName: 'other' });
+    const { session } = await other.session.create({});
+    const a = t.child({ sessionId: session.id, name: 'frozen', acquire: true, pingIntervalMs: 200 });
+    await a.out.next(line('subscribed'));
+    process.kill(a.proc.pid!, 'SIGSTOP');
+    try {
+      await waitFor(
+        'the frozen client\'s lease to enter grace',
+        async () => (await other.daemon.status()).sessions.find((s) => s.id === session.id)?.controller?.graceUntil !== undefined,
+        10_000,
+      );
+      await other.acquireController(session.id, { takeover: true });
+    } finally {
+      process.kill(a.proc.pid!, 'SIGCONT');
+    }
+    const lost = (await a.out.next(line('leaseLost'))) as { reason: string; sessionId: string };
+    expect(lost).toMatchObject({ sessionId: session.id, reason: 'lease_held' });
+    await a.out.next(line('reconnected'));
+    expect(other.heldLeases.get(session.id)?.held).toBe(true);
+  });
 });

@@ -34,6 +34,7 @@ export interface ChildArgs {
   resumeToken?: string;
   startTurn?: string;
   renameAfterTurn?: string;
+  pingIntervalMs?: number;
 }
 
 export interface Child {

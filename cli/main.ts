@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander';
 import { AstraError } from '../protocol/index.js';
 import { registerDaemonCommands } from './daemon-commands.js';
+import { registerSessionCommands } from './session-commands.js';
 import { CLI_VERSION, ExitCode, terminalOutput } from './output.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -18,6 +19,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
   registerDaemonCommands(program, out, env, setExit);
+  registerSessionCommands(program, out, env, setExit);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;

@@ -1,0 +1,494 @@
+// `astra attach <session> [--observe | --take]`: a live terminal on one session (DESIGN.md §6, §9).
+// It replays the history, then streams. The controller types command lines and answers approvals;
+// observers watch and can take control. Keys:
+//   Enter      start a turn with the typed line (controller, idle)
+//   y / n      answer an approval prompt (controller)
+//   Ctrl-C     cancel the running turn; again (or with nothing running and an empty line) detach
+//   Ctrl-D     detach (with an empty line); the turn keeps running
+//   Ctrl-T     take control (takeover)
+//   Ctrl-U     clear the line;  Ctrl-L  redraw
+import crypto from 'node:crypto';
+import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
+import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subscription } from '../client/index.js';
+import { AttachView, type Footer } from './attach-view.js';
+import { renderEvent } from './event-render.js';
+import { paint } from './output.js';
+import { connectClient, describeHolder, holderOf, resolveSession, type HolderLike } from './session-util.js';
+
+export interface AttachOptions {
+  observe?: boolean;
+  take?: boolean;
+}
+
+export interface AttachIo {
+  stdin: NodeJS.ReadStream;
+  stdout: NodeJS.WriteStream;
+  env: NodeJS.ProcessEnv;
+}
+
+const CLIENT_NAME = 'astra attach';
+const HINT_EVERY_MS = 3_000;
+
+interface PendingApproval {
+  request: ApprovalRequest;
+  promise: Promise<'approve' | 'deny'>;
+  resolve: (d: 'approve' | 'deny') => void;
+  reject: (e: AstraError) => void;
+}
+
+/** Runs the attach view until the user detaches; resolves with the exit code. */
+export async function attach(sessionArg: string, opts: AttachOptions, io: AttachIo): Promise<number> {
+  if (opts.observe && opts.take) throw new AstraError('invalid_params', '--observe and --take contradict each other; pick one');
+  const client = await connectClient(io.env, CLIENT_NAME, {
+    // A terminal left open should ride out a long daemon outage.
+    reconnect: { initialDelayMs: 100, maxDelayMs: 5_000, maxElapsedMs: 15 * 60_000 },
+  });
+  let session: Session;
+  try {
+    session = await resolveSession(client, sessionArg);
+  } catch (e) {
+    await client.close();
+    throw e;
+  }
+  const a = new Attach(client, session, opts, io);
+  return a.run();
+}
+
+class Attach {
+  private readonly view: AttachView;
+  private readonly id: string;
+  private title: string;
+  private controller: HolderLike | null = null;
+  private controllerGraceUntil: number | undefined;
+  /** Why this terminal is not (or no longer) the controller, when it once was or tried. */
+  private leaseNote: string | undefined;
+  private runningTurnId: string | undefined;
+  private cancelRequested = false;
+  private connection: 'connected' | 'reconnecting' = 'connected';
+  private approval: PendingApproval | undefined;
+  private input = '';
+  private live = false;
+  private lastHintAt = 0;
+  private sub: Subscription | undefined;
+  private finished: ((code: number) => void) | undefined;
+  private ending = false;
+  private readonly cleanups: (() => void)[] = [];
+
+  constructor(
+    private readonly client: AstraClient,
+    session: Session,
+    private readonly opts: AttachOptions,
+    private readonly io: AttachIo,
+  ) {
+    const tty = Boolean(io.stdout.isTTY);
+    const color = tty && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
+    this.view = new AttachView(io.stdout, tty, color);
+    this.id = session.id;
+    this.title = session.title;
+    this.runningTurnId = session.runningTurnId;
+    if (session.controller) {
+      this.controller = { clientName: session.controller.clientName, connectionId: session.controller.connectionId, ...(session.controller.pid !== undefined ? { pid: session.controller.pid } : {}) };
+      this.controllerGraceUntil = session.controller.graceUntil;
+    }
+  }
+
+  private get isController(): boolean {
+    return this.client.heldLeases.has(this.id);
+  }
+
+  async run(): Promise<number> {
+    const done = new Promise<number>((resolve) => (this.finished = resolve));
+    this.wireClient();
+    // The handler goes in before acquiring: a grant re-offers pending approvals at once.
+    this.cleanups.push(this.client.onApproval((req) => this.onApprovalRequest(req)));
+    if (!this.opts.observe) await this.tryAcquire(Boolean(this.opts.take), true);
+    else this.notice(`observing ${this.id}; press Ctrl-T to take control`);
+    this.refresh();
+    try {
+      this.sub = await this.client.subscribe(this.id, {
+        sinceSeq: 0,
+        onEvent: (e) => this.onEvent(e),
+        onReplayed: () => {
+          if (!this.live) this.view.line(paint(this.view.color, 'dim', '── live ──'));
+          this.live = true;
+          this.refresh();
+        },
+        onEnd: (err) => {
+          if (err) void this.end(1, [`astra: the event stream ended: ${err.message}`]);
+        },
+      });
+    } catch (e) {
+      await this.end(1, [`astra: could not watch ${this.id}: ${e instanceof Error ? e.message : String(e)}`]);
+      return done;
+    }
+    this.startInput();
+    return done;
+  }
+
+  // ---- the client and the session ----
+
+  private wireClient(): void {
+    const c = this.client;
+    this.cleanups.push(
+      c.on('disconnected', ({ daemonShuttingDown }) => {
+        this.connection = 'reconnecting';
+        this.notice(`connection to the daemon lost${daemonShuttingDown ? ' (it is shutting down)' : ''}; reconnecting…`, 'yellow');
+        this.refresh();
+      }),
+      c.on('daemonRestarted', ({ daemonPid }) => this.notice(`the daemon restarted (now pid ${daemonPid})`, 'yellow')),
+      c.on('reconnected', ({ daemonRestarted }) => {
+        this.connection = 'connected';
+        this.notice(`reconnected${daemonRestarted ? ' to the new daemon' : ''}${this.isController ? '; still the controller' : ''}`, 'green');
+        this.refresh();
+      }),
+      c.on('leaseLost', ({ sessionId, reason }) => {
+        if (sessionId !== this.id) return;
+        this.leaseNote = reason === 'takeover' ? 'taken over' : `lost (${reason})`;
+        this.dropApproval(new AstraError('not_controller', 'control was lost'));
+        const by = reason === 'takeover' && this.controller ? ` by ${describeHolder(this.controller)}` : '';
+        this.notice(`control ${reason === 'takeover' ? 'taken over' : `lost (${reason})`}${by}; now observing — Ctrl-T takes it back`, 'yellow');
+        this.refresh();
+      }),
+      c.on('error', (e) => {
+        if (c.state === 'closed') void this.end(1, [`astra: ${e.message}`]);
+      }),
+    );
+  }
+
+  private async tryAcquire(takeover: boolean, initial: boolean): Promise<void> {
+    try {
+      await this.client.acquireController(this.id, { takeover });
+      this.leaseNote = undefined;
+      if (!initial || takeover) this.notice(takeover ? `you took control of ${this.id}` : `you control ${this.id}`, 'green');
+    } catch (e) {
+      if (isAstraError(e, 'lease_held')) {
+        const h = holderOf(e);
+        if (h) this.controller = h;
+        if (typeof e.data.graceUntil === 'number') this.controllerGraceUntil = e.data.graceUntil;
+        this.leaseNote = undefined;
+        this.notice(`${describeHolder(h)} controls ${this.id}; observing — press Ctrl-T (or attach with --take) to take control`, 'yellow');
+      } else if (e instanceof AstraError || e instanceof Error) {
+        this.notice(`could not take control: ${e.message}`, 'red');
+      }
+    }
+    this.refresh();
+  }
+
+  private onEvent(event: SessionEvent): void {
+    switch (event.type) {
+      case 'session.created':
+        this.title = event.data.title;
+        break;
+      case 'session.updated':
+        if (event.data.title !== undefined) this.title = event.data.title;
+        break;
+      case 'turn.started':
+        this.runningTurnId = event.data.turnId;
+        this.cancelRequested = false;
+        break;
+      case 'turn.completed':
+        if (this.runningTurnId === event.data.turnId) this.runningTurnId = undefined;
+        this.cancelRequested = false;
+        break;
+      case 'lease.changed':
+        this.controller = event.data.holder;
+        this.controllerGraceUntil = event.data.reason === 'grace' ? event.data.graceUntil : undefined;
+        break;
+      case 'approval.resolved':
+        if (this.approval?.request.approvalId === event.data.approvalId) this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'));
+        break;
+    }
+    for (const r of renderEvent(event, this.view.color)) {
+      if (r.kind === 'line') this.view.line(r.text);
+      else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
+    }
+    if (event.type === 'approval.requested' && this.live && !this.isController) {
+      this.view.line(paint(this.view.color, 'dim', `  (waiting for ${describeHolder(this.controller)} to answer)`));
+    }
+    this.refresh();
+  }
+
+  // ---- approvals ----
+
+  private onApprovalRequest(request: ApprovalRequest): Promise<'approve' | 'deny'> {
+    if (request.sessionId !== this.id) return Promise.reject(new AstraError('not_found', 'this terminal only answers for its own session'));
+    if (this.approval?.request.approvalId === request.approvalId) return this.approval.promise;
+    this.dropApproval(new AstraError('invalid_state', 'a newer approval request replaced this one'));
+    let resolve!: (d: 'approve' | 'deny') => void;
+    let reject!: (e: AstraError) => void;
+    const promise = new Promise<'approve' | 'deny'>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.approval = { request, promise, resolve, reject };
+    this.view.line(paint(this.view.color, 'yellow', `approve \`${request.command}\` in ${request.cwd}? press y or n`));
+    this.refresh();
+    return promise;
+  }
+
+  private answerApproval(decision: 'approve' | 'deny'): void {
+    const a = this.approval;
+    if (!a) return;
+    this.approval = undefined;
+    a.resolve(decision);
+    this.refresh();
+  }
+
+  private dropApproval(err: AstraError): void {
+    const a = this.approval;
+    if (!a) return;
+    this.approval = undefined;
+    a.reject(err);
+    this.refresh();
+  }
+
+  // ---- turns ----
+
+  private async startTurn(text: string): Promise<void> {
+    const idempotencyKey = crypto.randomUUID();
+    const params = { sessionId: this.id, input: { text }, idempotencyKey };
+    try {
+      try {
+        await this.client.turn.start(params);
+      } catch (e) {
+        if (!(e instanceof OutcomeUnknownError)) throw e;
+        // The connection dropped mid-call: ask what happened rather than guess (same key = safe retry).
+        const st = await this.client.mutationStatus(this.id, idempotencyKey);
+        if (st.state === 'unknown') await this.client.turn.start(params);
+      }
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      if (isAstraError(e, 'turn_in_progress')) this.notice('a turn is already running: wait for it, or press Ctrl-C to cancel it', 'yellow');
+      else this.notice(`could not start the turn: ${msg}`, 'red');
+      this.input = this.input || text;
+      this.refresh();
+    }
+  }
+
+  private async cancelTurn(): Promise<void> {
+    this.cancelRequested = true;
+    this.notice('cancelling the turn… (Ctrl-C again detaches; the turn then keeps going until it stops)', 'yellow');
+    this.refresh();
+    try {
+      await this.client.turn.cancel({ sessionId: this.id, ...(this.runningTurnId ? { turnId: this.runningTurnId } : {}) });
+    } catch (e) {
+      this.notice(`could not cancel: ${e instanceof Error ? e.message : String(e)}`, 'red');
+    }
+  }
+
+  // ---- keys ----
+
+  private startInput(): void {
+    const stdin = this.io.stdin;
+    if (stdin.isTTY) {
+      stdin.setRawMode(true);
+      this.cleanups.push(() => {
+        try {
+          stdin.setRawMode(false);
+        } catch {
+          // the terminal is gone
+        }
+      });
+    } else {
+      // Without raw mode the terminal (or the parent) turns Ctrl-C into SIGINT.
+      const onSigint = () => this.onKey('ctrl-c');
+      process.on('SIGINT', onSigint);
+      this.cleanups.push(() => process.off('SIGINT', onSigint));
+    }
+    const onData = (d: Buffer | string) => this.onData(typeof d === 'string' ? d : d.toString('utf8'));
+    const onEnd = () => void this.detach('end of input');
+    stdin.on('data', onData);
+    stdin.on('end', onEnd);
+    stdin.resume();
+    this.cleanups.push(() => {
+      stdin.off('data', onData);
+      stdin.off('end', onEnd);
+      stdin.pause();
+    });
+    for (const sig of ['SIGTERM', 'SIGHUP'] as const) {
+      const h = () => void this.detach(`received ${sig}`);
+      process.on(sig, h);
+      this.cleanups.push(() => process.off(sig, h));
+    }
+  }
+
+  private onData(text: string): void {
+    for (let i = 0; i < text.length; i++) {
+      const ch = text[i]!;
+      const code = ch.charCodeAt(0);
+      if (ch === '\x1b') {
+        // An escape sequence (arrows, function keys): skip it whole.
+        const next = text[i + 1];
+        if (next === '[' || next === 'O') {
+          i += 2;
+          while (i < text.length && !/[@-~]/.test(text[i]!)) i++;
+        }
+        continue;
+      }
+      if (ch === '\r' || ch === '\n') {
+        // "\r\n" from a pasted line is one Enter.
+        if (ch === '\r' && text[i + 1] === '\n') i++;
+        this.onKey('enter');
+      } else if (ch === '\x7f' || ch === '\b') this.onKey('backspace');
+      else if (ch === '\x03') this.onKey('ctrl-c');
+      else if (ch === '\x04') this.onKey('ctrl-d');
+      else if (ch === '\x14') this.onKey('ctrl-t');
+      else if (ch === '\x15') this.onKey('ctrl-u');
+      else if (ch === '\x0c') this.onKey('ctrl-l');
+      else if (code >= 0x20) this.onChar(ch);
+    }
+  }
+
+  private onChar(ch: string): void {
+    if (this.ending) return;
+    if (this.approval && this.isController) {
+      if (ch === 'y' || ch === 'Y') this.answerApproval('approve');
+      else if (ch === 'n' || ch === 'N') this.answerApproval('deny');
+      else this.hint('answer the approval first: y approves, n denies', true);
+      return;
+    }
+    if (!this.isController) {
+      this.observerHint(false);
+      return;
+    }
+    this.input += ch;
+    this.refresh();
+  }
+
+  private onKey(key: 'enter' | 'backspace' | 'ctrl-c' | 'ctrl-d' | 'ctrl-t' | 'ctrl-u' | 'ctrl-l'): void {
+    if (this.ending) return;
+    switch (key) {
+      case 'enter': {
+        if (!this.isController) {
+          this.observerHint(true);
+          return;
+        }
+        if (this.approval) {
+          this.hint('answer the approval first: y approves, n denies', true);
+          return;
+        }
+        const text = this.input.trim();
+        if (!text) return;
+        if (this.runningTurnId) {
+          this.hint('a turn is running: wait for it, or press Ctrl-C to cancel it', true);
+          return;
+        }
+        this.input = '';
+        this.refresh();
+        void this.startTurn(text);
+        return;
+      }
+      case 'backspace':
+        this.input = [...this.input].slice(0, -1).join('');
+        this.refresh();
+        return;
+      case 'ctrl-u':
+        this.input = '';
+        this.refresh();
+        return;
+      case 'ctrl-l':
+        this.view.redraw();
+        return;
+      case 'ctrl-t':
+        if (this.isController) {
+          this.hint('you already control this session', true);
+          return;
+        }
+        void this.tryAcquire(true, false);
+        return;
+      case 'ctrl-d':
+        if (this.input) {
+          this.hint('Ctrl-D detaches on an empty line (Ctrl-U clears it)', true);
+          return;
+        }
+        void this.detach('Ctrl-D');
+        return;
+      case 'ctrl-c':
+        if (this.isController && this.runningTurnId && !this.cancelRequested) {
+          void this.cancelTurn();
+          return;
+        }
+        if (this.input) {
+          this.input = '';
+          this.refresh();
+          return;
+        }
+        void this.detach('Ctrl-C');
+        return;
+    }
+  }
+
+  private observerHint(always: boolean): void {
+    this.hint(`you are observing (${describeHolder(this.controller)} controls this session): press Ctrl-T to take control, or attach with --take`, always);
+  }
+
+  private hint(text: string, always: boolean): void {
+    const now = Date.now();
+    if (!always && now - this.lastHintAt < HINT_EVERY_MS) return;
+    this.lastHintAt = now;
+    this.notice(text, 'yellow');
+  }
+
+  // ---- output ----
+
+  private notice(text: string, colour: 'green' | 'yellow' | 'red' | 'cyan' = 'cyan'): void {
+    this.view.line(paint(this.view.color, colour, `[astra] ${text}`));
+  }
+
+  private refresh(): void {
+    this.view.setFooter(this.footer());
+  }
+
+  private footer(): Footer {
+    const me = this.isController;
+    let role: string;
+    let colour: Footer['statusColour'];
+    if (me) {
+      role = 'you control this session';
+      colour = 'green';
+    } else {
+      const who = this.controller ? describeHolder(this.controller) : undefined;
+      const grace = this.controllerGraceUntil !== undefined ? ` (disconnected; reserved until ${new Date(this.controllerGraceUntil).toLocaleTimeString()})` : '';
+      if (this.leaseNote === 'taken over') role = `observing — control taken over by ${who ?? 'another client'}`;
+      else if (this.leaseNote) role = `observing — control ${this.leaseNote}${who ? `; controlled by ${who}${grace}` : ''}`;
+      else role = who ? `observing — controlled by ${who}${grace}` : 'observing — no controller';
+      colour = this.leaseNote ? 'yellow' : 'cyan';
+    }
+    const turn = this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle';
+    const conn = this.connection === 'reconnecting' ? ' │ reconnecting…' : this.live ? '' : ' │ replaying…';
+    if (this.connection === 'reconnecting') colour = 'red';
+    const keys = me ? (this.runningTurnId ? 'Ctrl-C cancel' : 'Ctrl-D detach') : 'Ctrl-T take control · Ctrl-D detach';
+    const status = ` astra ${this.id} "${this.title}" │ ${role} │ ${turn}${conn} │ ${keys}`;
+    let promptPrefix: string;
+    if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', `approve \`${this.approval.request.command}\`? [y/n] `);
+    else if (me) promptPrefix = paint(this.view.color, 'bold', '❯ ');
+    else promptPrefix = paint(this.view.color, 'dim', '(observing) ');
+    return { status, statusColour: colour, promptPrefix, input: me && !this.approval ? this.input : '' };
+  }
+
+  // ---- leaving ----
+
+  private async detach(why: string): Promise<void> {
+    if (this.ending) return;
+    const running = this.runningTurnId;
+    const lines = [
+      paint(this.view.color, 'dim', `[astra] detached from ${this.id} (${why})${running ? '; the turn keeps running' : ''} — \`astra attach ${this.id}\` to come back`),
+    ];
+    await this.end(0, lines);
+  }
+
+  private async end(code: number, lines: string[]): Promise<void> {
+    if (this.ending) return;
+    this.ending = true;
+    for (const c of this.cleanups.splice(0)) c();
+    this.dropApproval(new AstraError('not_controller', 'the terminal detached'));
+    this.view.close(lines);
+    try {
+      // Releasing (not just disconnecting) leaves the turn running and control free at once.
+      await this.client.close({ releaseLeases: true });
+    } catch {
+      // closing anyway
+    }
+    this.finished?.(code);
+  }
+}

@@ -1,0 +1,288 @@
+// The user commands (DESIGN.md §9): `astra new`, `sessions`, `attach`, `send`, `cancel`, `take`.
+import path from 'node:path';
+import { Option, type Command } from 'commander';
+import { AstraError, isAstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
+import type { AstraClient, ControllerLease } from '../client/index.js';
+import { attach } from './attach.js';
+import { eventToJson, turnEndText } from './event-render.js';
+import { ExitCode, fail, style, type Output } from './output.js';
+import { connectClient, describeHolder, formatAgo, leaseHeldMessage, listAllSessions, resolveSession } from './session-util.js';
+
+/** Exit code of `send --wait` for a turn that was cancelled (like a shell's SIGINT). */
+const EXIT_CANCELLED = 130;
+
+async function withClient<T>(env: NodeJS.ProcessEnv, name: string, fn: (c: AstraClient) => Promise<T>): Promise<T> {
+  const client = await connectClient(env, name);
+  try {
+    return await fn(client);
+  } finally {
+    await client.close({ releaseLeases: true });
+  }
+}
+
+/** Becomes the controller, or fails with the holder's name and the fix. */
+async function acquireOrExplain(client: AstraClient, sessionId: string): Promise<ControllerLease> {
+  try {
+    return await client.acquireController(sessionId);
+  } catch (e) {
+    if (isAstraError(e, 'lease_held')) throw new AstraError('lease_held', leaseHeldMessage(sessionId, e), e.data);
+    throw e;
+  }
+}
+
+export function registerSessionCommands(program: Command, out: Output, env: NodeJS.ProcessEnv, setExit: (code: number) => void): void {
+  program
+    .command('new')
+    .description('create a session and print its id (only the id, so `id=$(astra new)` works)')
+    .option('--title <title>', 'a title shown in `astra sessions`')
+    .option('--cwd <dir>', 'the directory commands run in (default: the current one)')
+    .addOption(new Option('--approval <policy>', 'ask: the controller approves each command; auto: run at once').choices(['ask', 'auto']).default('ask'))
+    .action(async (o: { title?: string; cwd?: string; approval: 'ask' | 'auto' }) => {
+      const cwd = path.resolve(o.cwd ?? process.cwd());
+      const session = await withClient(env, 'astra new', async (c) => (await c.session.create({ cwd, approvalPolicy: o.approval, ...(o.title !== undefined ? { title: o.title } : {}) })).session);
+      out.stdout(session.id);
+    });
+
+  program
+    .command('sessions')
+    .description('list sessions: id, title, state, controller, observers, last activity')
+    .option('--json', 'print a JSON array of sessions (each with an observers count)')
+    .option('--all', 'include archived sessions')
+    .action(async (o: { json?: boolean; all?: boolean }) => {
+      const { sessions, status } = await withClient(env, 'astra sessions', async (c) => ({
+        sessions: await listAllSessions(c, Boolean(o.all)),
+        status: await c.daemon.status(),
+      }));
+      // Observers are connections watching a session that do not control it; only the daemon knows.
+      const observers = new Map<string, number>(status.sessions.map((s: DaemonStatus['sessions'][number]) => [s.id, s.observers]));
+      if (o.json) {
+        out.stdout(JSON.stringify(sessions.map((s) => ({ ...s, observers: observers.get(s.id) ?? 0 })), null, 2));
+        return;
+      }
+      if (sessions.length === 0) {
+        out.stdout('no sessions yet; create one with `astra new`');
+        return;
+      }
+      printSessionTable(out, sessions, observers);
+    });
+
+  program
+    .command('attach')
+    .description('a live terminal on a session: replay, then stream; the controller types commands and approves, observers watch')
+    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .option('--observe', 'only watch; never take control')
+    .option('--take', 'take control even if another terminal has it (it is told)')
+    .addHelpText(
+      'after',
+      '\nKeys: Enter starts a turn · y/n answer an approval · Ctrl-C cancels the running turn (again: detach) ·\n' +
+        'Ctrl-D detaches on an empty line (the turn keeps running) · Ctrl-T takes control · Ctrl-U clears the line · Ctrl-L redraws',
+    )
+    .action(async (sessionArg: string, o: { observe?: boolean; take?: boolean }) => {
+      setExit(await attach(sessionArg, o, { stdin: process.stdin, stdout: process.stdout, env }));
+    });
+
+  program
+    .command('send')
+    .description('start a turn without a terminal view (acquires control for the call)')
+    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .argument('<text>', 'the input: for the shell engine, a command line')
+    .option('--wait', 'stream the output and exit with the command\'s exit code')
+    .option('--json', 'print the turn\'s events as JSON lines (output bytes as UTF-8 text)')
+    .option('--yes', 'approve the command yourself (otherwise it waits for an attached controller unless the session is auto)')
+    .action(async (sessionArg: string, text: string, o: { wait?: boolean; json?: boolean; yes?: boolean }) => {
+      setExit(await send(env, out, sessionArg, text, o));
+    });
+
+  program
+    .command('cancel')
+    .description('cancel the running turn of a session')
+    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .option('--wait', 'wait until the turn has stopped')
+    .action(async (sessionArg: string, o: { wait?: boolean }) => {
+      await withClient(env, 'astra cancel', async (c) => {
+        const s = await resolveSession(c, sessionArg);
+        if (!s.runningTurnId) {
+          out.stdout(`no turn is running in ${s.id}`);
+          return;
+        }
+        await acquireOrExplain(c, s.id);
+        let ended: Promise<SessionEvent<'turn.completed'>> | undefined;
+        if (o.wait) ended = waitForTurnEnd(c, s.id, s.headSeq, s.runningTurnId);
+        const r = await c.turn.cancel({ sessionId: s.id, turnId: s.runningTurnId });
+        out.stdout(`${r.status === 'cancelling' ? 'cancelling' : `already ${r.status}:`} turn ${r.turnId} of ${s.id}`);
+        if (ended) out.stdout(turnEndText((await ended).data));
+      });
+    });
+
+  program
+    .command('take')
+    .description('take control of a session away from its controller and leave it free (the old controller is told)')
+    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .addHelpText(
+      'after',
+      '\nA one-shot command cannot keep a lease, so `take` revokes the current controller and releases control at once:\n' +
+        'the next `astra attach` (or `send`, `cancel`) gets it. A running turn keeps running.',
+    )
+    .action(async (sessionArg: string) => {
+      await withClient(env, 'astra take', async (c) => {
+        const s = await resolveSession(c, sessionArg);
+        if (!s.controller) {
+          out.stdout(`nobody controls ${s.id}; control is free`);
+          return;
+        }
+        const from = describeHolder(s.controller);
+        const lease = await c.acquireController(s.id, { takeover: true });
+        await lease.release();
+        out.stdout(`took control of ${s.id} from ${from}; control is now free (${style(out, 'dim', `\`astra attach ${s.id}\` to control it`)})`);
+      });
+    });
+}
+
+function printSessionTable(out: Output, sessions: Session[], observers: Map<string, number>): void {
+  const rows = sessions.map((s) => [
+    s.id,
+    s.title.length > 30 ? `${s.title.slice(0, 29)}…` : s.title,
+    s.state === 'running' || s.runningTurnId ? 'running' : s.state,
+    s.controller ? `${describeHolder(s.controller)}${s.controller.graceUntil !== undefined ? ' (grace)' : ''}` : '-',
+    String(observers.get(s.id) ?? 0),
+    formatAgo(s.updatedAt),
+  ]);
+  const head = ['ID', 'TITLE', 'STATE', 'CONTROLLER', 'OBSERVERS', 'LAST ACTIVITY'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const fmt = (r: string[]) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join('  ');
+  out.stdout(style(out, 'bold', fmt(head)));
+  for (const r of rows) out.stdout(fmt(r));
+}
+
+/** Resolves with the turn's `turn.completed` (the subscription starts at `sinceSeq`, so it cannot be missed). */
+async function waitForTurnEnd(client: AstraClient, sessionId: string, sinceSeq: number, turnId: string): Promise<SessionEvent<'turn.completed'>> {
+  return new Promise((resolve, reject) => {
+    client
+      .subscribe(sessionId, {
+        sinceSeq,
+        onEvent: (e) => {
+          if (e.type === 'turn.completed' && e.data.turnId === turnId) resolve(e);
+        },
+        onEnd: (err) => reject(err ?? new AstraError('connection_closed', 'the event stream ended before the turn did')),
+      })
+      .catch(reject);
+  });
+}
+
+interface SendOptions {
+  wait?: boolean;
+  json?: boolean;
+  yes?: boolean;
+}
+
+async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, text: string, o: SendOptions): Promise<number> {
+  if (text.length === 0) fail('the text is empty: give a command line, e.g. astra send <session> "make test"');
+  const client = await connectClient(env, 'astra send');
+  let interrupts = 0;
+  let onSigint: (() => void) | undefined;
+  try {
+    const s = await resolveSession(client, sessionArg);
+    if (s.state === 'archived') fail(`session ${s.id} is archived; create a new one with \`astra new\``);
+    const needsAnswer = s.approvalPolicy === 'ask';
+    await acquireOrExplain(client, s.id);
+
+    let turnId: string | undefined;
+    let gotTurnId!: (id: string) => void;
+    const turnIdKnown = new Promise<string>((r) => (gotTurnId = r));
+    if (o.yes) {
+      client.onApproval(async (req): Promise<'approve'> => {
+        // Only our own turn: a pending approval of someone else's turn is offered at grant time too.
+        if (req.sessionId !== s.id || req.turnId !== (await turnIdKnown))
+          throw new AstraError('not_found', 'astra send --yes only approves the turn it started');
+        return 'approve';
+      });
+    }
+
+    // Subscribe before starting, from the snapshot's head: none of the turn's events can be missed.
+    const follow = Boolean(o.wait) || (needsAnswer && Boolean(o.yes));
+    let outcome: Promise<number> | undefined;
+    if (follow) {
+      const early: SessionEvent[] = [];
+      let settle!: (code: number) => void;
+      outcome = new Promise<number>((r) => (settle = r));
+      const handle = (e: SessionEvent): void => {
+        const eid = (e.data as { turnId?: unknown }).turnId;
+        if (eid !== turnId) return;
+        if (o.wait && o.json) out.stdout(eventToJson(e));
+        switch (e.type) {
+          case 'command.output':
+            if (o.wait && !o.json) (e.data.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(e.data.data));
+            return;
+          case 'approval.requested':
+            if (!o.yes && needsAnswer) {
+              process.stderr.write(
+                `astra: approval needed: \`${e.data.command}\` waits for the controller; run \`astra attach ${s.id}\` to approve it, or pass --yes\n`,
+              );
+              settle(ExitCode.error);
+            }
+            return;
+          case 'approval.resolved':
+            if (!o.wait) settle(ExitCode.ok);
+            return;
+          case 'turn.completed':
+            settle(turnExit(e.data));
+            if (!o.json && e.data.status !== 'completed') process.stderr.write(`astra: ${turnEndText(e.data)}\n`);
+            return;
+        }
+      };
+      await client.subscribe(s.id, {
+        sinceSeq: s.headSeq,
+        onEvent: (e) => (turnId === undefined ? early.push(e) : handle(e)),
+        onEnd: (err) => {
+          if (err) {
+            process.stderr.write(`astra: lost the session's event stream: ${err.message}\n`);
+            settle(ExitCode.error);
+          }
+        },
+      });
+      void turnIdKnown.then(() => {
+        for (const e of early.splice(0)) handle(e);
+      });
+    }
+
+    turnId = (await client.turn.start({ sessionId: s.id, input: { text } })).turnId;
+    gotTurnId(turnId);
+
+    if (!follow) {
+      if (o.json) out.stdout(JSON.stringify({ sessionId: s.id, turnId }));
+      else out.stdout(turnId);
+      if (needsAnswer && !o.yes)
+        process.stderr.write(`astra: approval needed: the command waits for the controller; run \`astra attach ${s.id}\` to approve it, or pass --yes\n`);
+      return ExitCode.ok;
+    }
+    if (!o.wait) {
+      const code = await outcome!;
+      if (o.json) out.stdout(JSON.stringify({ sessionId: s.id, turnId }));
+      else out.stdout(turnId);
+      return code;
+    }
+    // Ctrl-C cancels the turn like a foreground command; a second one leaves it running.
+    onSigint = () => {
+      interrupts++;
+      if (interrupts === 1 && client.heldLeases.has(s.id)) {
+        process.stderr.write('astra: cancelling the turn (Ctrl-C again to stop waiting; it keeps running)\n');
+        client.turn.cancel({ sessionId: s.id, turnId: turnId! }).catch((e: unknown) => process.stderr.write(`astra: could not cancel: ${(e as Error).message}\n`));
+      } else {
+        process.stderr.write(`astra: stopped waiting; turn ${turnId} keeps running (\`astra attach ${s.id}\` to watch)\n`);
+        process.exit(EXIT_CANCELLED);
+      }
+    };
+    process.on('SIGINT', onSigint);
+    return await outcome!;
+  } finally {
+    if (onSigint) process.off('SIGINT', onSigint);
+    // Releasing leaves the turn running (a disconnect would start a grace period that ends by cancelling it).
+    await client.close({ releaseLeases: true });
+  }
+}
+
+function turnExit(d: SessionEvent<'turn.completed'>['data']): number {
+  if (d.status === 'completed') return typeof d.exitCode === 'number' ? d.exitCode : ExitCode.error;
+  if (d.status === 'cancelled') return EXIT_CANCELLED;
+  return ExitCode.error;
+}

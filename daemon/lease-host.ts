@@ -1,10 +1,10 @@
 // Composes the pure LeaseManager with the runtime: every lease change is persisted (the epoch in the
 // session journal, the holder and resume-token hash in leases.json) before it is acknowledged, shown
 // as a lease.changed event, and pending approvals follow the controller (DESIGN.md §6).
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AstraError, type ServerResultOf, SERVER_REQUESTS } from '../protocol/index.js';
+import { hashToken, newToken, writeFileAtomic } from '../discovery/index.js';
 import { LeaseManager, type LeaseChange, type LeaseHolder, type PersistedLease } from '../lease/index.js';
 import type { ApprovalRequest, Runtime } from '../runtime/index.js';
 import type { Logger } from './logger.js';
@@ -16,22 +16,6 @@ export interface LeaseHostOptions {
   now: () => number;
   log: Logger;
   findPeer: (connectionId: string) => Peer | undefined;
-}
-
-function hashToken(token: string): string {
-  return crypto.createHash('sha256').update(token).digest('hex');
-}
-
-function writeFileAtomic(file: string, content: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
-  try {
-    fs.writeSync(fd, content);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
 }
 
 export class LeaseHost {
@@ -51,7 +35,7 @@ export class LeaseHost {
     this.leases = new LeaseManager({
       now: opts.now,
       graceMs: opts.graceMs,
-      newToken: () => crypto.randomBytes(32).toString('base64url'),
+      newToken,
       hashToken,
     });
     runtime.on('approvalRequested', (a) => this.offerApproval(a));

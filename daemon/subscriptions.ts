@@ -58,25 +58,16 @@ export class SubscriptionHub {
     }
     const sub: Subscription = { peer, sessionId, lastSeq: sinceSeq, dropped: false, unsubscribe: () => {} };
     subs.set(sessionId, sub);
-    // The backlog may be delivered before runtime.subscribe resolves (from memory) or after it (read
-    // from the journal in pages); session/replayed follows the last backlog event either way.
-    let replayThrough: number | undefined;
-    const maybeReplayed = (): void => {
-      if (replayThrough === undefined || sub.dropped || sub.lastSeq < replayThrough) return;
-      peer.notify('session/replayed', { sessionId, throughSeq: replayThrough });
-      replayThrough = undefined;
-    };
+    // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
     const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
-      onEvent: (event: SessionEvent) => {
-        this.deliver(sub, event);
-        maybeReplayed();
+      onEvent: (event: SessionEvent) => this.deliver(sub, event),
+      onReplayed: (throughSeq: number) => {
+        if (!sub.dropped) peer.notify('session/replayed', { sessionId, throughSeq });
       },
       waitForCapacity: () => this.waitForCapacity(peer),
     });
     sub.unsubscribe = handle.unsubscribe;
     if (sub.dropped) handle.unsubscribe();
-    replayThrough = Math.max(handle.headSeq, sinceSeq);
-    maybeReplayed();
     return { sessionId, headSeq: handle.headSeq };
   }
 

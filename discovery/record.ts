@@ -30,17 +30,25 @@ const MAX_RECORD_BYTES = 64 * 1024;
 export function writeRecord(recordPath: string, record: DiscoveryRecord): void {
   // Refuse to write what readers would reject.
   const checked = validateRecord(record, recordPath);
-  const dir = path.dirname(recordPath);
-  const tmp = path.join(dir, `.${path.basename(recordPath)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  writeFileAtomic(recordPath, `${JSON.stringify(checked, null, 2)}\n`);
+}
+
+/**
+ * Replaces a file atomically and durably: a private temp file in the same directory, fsync,
+ * rename over the target, fsync the directory. Readers see the old content or the new, never a mix.
+ */
+export function writeFileAtomic(file: string, content: string | Buffer, mode = 0o600): void {
+  const dir = path.dirname(file);
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   let fd: number | undefined;
   try {
-    fd = fs.openSync(tmp, 'wx', 0o600);
-    if (process.platform !== 'win32') fs.fchmodSync(fd, 0o600);
-    fs.writeFileSync(fd, `${JSON.stringify(checked, null, 2)}\n`);
+    fd = fs.openSync(tmp, 'wx', mode);
+    if (process.platform !== 'win32') fs.fchmodSync(fd, mode);
+    fs.writeFileSync(fd, content);
     fs.fsyncSync(fd);
     fs.closeSync(fd);
     fd = undefined;
-    fs.renameSync(tmp, recordPath);
+    fs.renameSync(tmp, file);
   } catch (e) {
     if (fd !== undefined) fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });

@@ -22,16 +22,18 @@ interface Subscription {
   unsubscribe: () => void;
 }
 
-const frameCache = new WeakMap<SessionEvent, Buffer>();
+// The runtime offers each live event to every subscriber in turn, so remembering the last frame is
+// enough to encode once per event; a map keyed by event would keep every cached event's frame alive.
+let lastEvent: SessionEvent | undefined;
+let lastFrame: Buffer | undefined;
 
 /** The `session/event` frame for an event, encoded once however many subscribers there are. */
 export function eventFrame(event: SessionEvent): Buffer {
-  let frame = frameCache.get(event);
-  if (!frame) {
-    frame = encodeFrame({ method: 'session/event', params: event }, LIMITS.maxFrameBytes);
-    frameCache.set(event, frame);
+  if (event !== lastEvent || !lastFrame) {
+    lastFrame = encodeFrame({ method: 'session/event', params: event }, LIMITS.maxFrameBytes);
+    lastEvent = event;
   }
-  return frame;
+  return lastFrame;
 }
 
 export class SubscriptionHub {

@@ -4,7 +4,7 @@
 //   Enter      start a turn with the typed line (controller, idle)
 //   y / n      answer an approval prompt (controller)
 //   Ctrl-C     cancel the running turn; again (or with nothing running and an empty line) detach
-//   Ctrl-D     detach (with an empty line); the turn keeps running
+//   Ctrl-D     detach (on an empty line, also while a turn runs: it keeps running)
 //   Ctrl-T     take control (takeover)
 //   Ctrl-U     clear the line;  Ctrl-L  redraw
 import crypto from 'node:crypto';
@@ -143,10 +143,11 @@ class Attach {
       }),
       c.on('leaseLost', ({ sessionId, reason }) => {
         if (sessionId !== this.id) return;
-        this.leaseNote = reason === 'takeover' ? 'taken over' : `lost (${reason})`;
-        this.dropApproval(new AstraError('not_controller', 'control was lost'));
+        // The lease.changed event naming the new holder comes before lease/revoked on the same connection.
         const by = reason === 'takeover' && this.controller ? ` by ${describeHolder(this.controller)}` : '';
-        this.notice(`control ${reason === 'takeover' ? 'taken over' : `lost (${reason})`}${by}; now observing — Ctrl-T takes it back`, 'yellow');
+        this.leaseNote = reason === 'takeover' ? `taken over${by}` : `lost (${reason})`;
+        this.dropApproval(new AstraError('not_controller', 'control was lost'));
+        this.notice(`control ${this.leaseNote}; now observing — Ctrl-T takes it back`, 'yellow');
         this.refresh();
       }),
       c.on('error', (e) => {
@@ -360,7 +361,8 @@ class Attach {
     switch (key) {
       case 'enter': {
         if (!this.isController) {
-          this.observerHint(true);
+          // The hint for the typing just before this Enter is enough.
+          this.observerHint(Date.now() - this.lastHintAt > 500);
           return;
         }
         if (this.approval) {
@@ -449,15 +451,15 @@ class Attach {
     } else {
       const who = this.controller ? describeHolder(this.controller) : undefined;
       const grace = this.controllerGraceUntil !== undefined ? ` (disconnected; reserved until ${new Date(this.controllerGraceUntil).toLocaleTimeString()})` : '';
-      if (this.leaseNote === 'taken over') role = `observing — control taken over by ${who ?? 'another client'}`;
-      else if (this.leaseNote) role = `observing — control ${this.leaseNote}${who ? `; controlled by ${who}${grace}` : ''}`;
+      if (this.leaseNote && who && this.leaseNote.endsWith(`by ${who}`)) role = `observing — control ${this.leaseNote}${grace}`;
+      else if (this.leaseNote) role = `observing — control ${this.leaseNote}; ${who ? `controlled by ${who}${grace}` : 'no controller now'}`;
       else role = who ? `observing — controlled by ${who}${grace}` : 'observing — no controller';
       colour = this.leaseNote ? 'yellow' : 'cyan';
     }
     const turn = this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle';
     const conn = this.connection === 'reconnecting' ? ' │ reconnecting…' : this.live ? '' : ' │ replaying…';
     if (this.connection === 'reconnecting') colour = 'red';
-    const keys = me ? (this.runningTurnId ? 'Ctrl-C cancel' : 'Ctrl-D detach') : 'Ctrl-T take control · Ctrl-D detach';
+    const keys = me ? (this.runningTurnId ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach') : 'Ctrl-T take · Ctrl-D detach';
     const status = ` astra ${this.id} "${this.title}" │ ${role} │ ${turn}${conn} │ ${keys}`;
     let promptPrefix: string;
     if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', `approve \`${this.approval.request.command}\`? [y/n] `);

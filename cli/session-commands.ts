@@ -178,13 +178,12 @@ interface SendOptions {
 async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, text: string, o: SendOptions): Promise<number> {
   if (text.length === 0) fail('the text is empty: give a command line, e.g. astra send <session> "make test"');
   const client = await connectClient(env, 'astra send');
-  let interrupts = 0;
   let onSigint: (() => void) | undefined;
   try {
     const s = await resolveSession(client, sessionArg);
     if (s.state === 'archived') fail(`session ${s.id} is archived; create a new one with \`astra new\``);
     const needsAnswer = s.approvalPolicy === 'ask';
-    await acquireOrExplain(client, s.id);
+    const lease = await acquireOrExplain(client, s.id);
 
     let turnId: string | undefined;
     let gotTurnId!: (id: string) => void;
@@ -197,39 +196,43 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
         return 'approve';
       });
     }
+    const approvalNeeded = `astra: approval needed: the command waits for a controller to approve it; run \`astra attach ${s.id}\` to approve it, or pass --yes\n`;
 
-    // Subscribe before starting, from the snapshot's head: none of the turn's events can be missed.
-    const follow = Boolean(o.wait) || (needsAnswer && Boolean(o.yes));
+    // Control is held only until the turn is underway (started, and approved when that is ours to do):
+    // then it is released, so `astra cancel` or an attached terminal can act on the running turn.
+    let underway!: () => void;
+    const isUnderway = new Promise<void>((r) => (underway = r));
     let outcome: Promise<number> | undefined;
+    let settle!: (code: number) => void;
+    const follow = Boolean(o.wait) || (needsAnswer && Boolean(o.yes));
     if (follow) {
-      const early: SessionEvent[] = [];
-      let settle!: (code: number) => void;
       outcome = new Promise<number>((r) => (settle = r));
+      const early: SessionEvent[] = [];
       const handle = (e: SessionEvent): void => {
-        const eid = (e.data as { turnId?: unknown }).turnId;
-        if (eid !== turnId) return;
+        if ((e.data as { turnId?: unknown }).turnId !== turnId) return;
         if (o.wait && o.json) out.stdout(eventToJson(e));
         switch (e.type) {
           case 'command.output':
             if (o.wait && !o.json) (e.data.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(e.data.data));
             return;
           case 'approval.requested':
-            if (!o.yes && needsAnswer) {
-              process.stderr.write(
-                `astra: approval needed: \`${e.data.command}\` waits for the controller; run \`astra attach ${s.id}\` to approve it, or pass --yes\n`,
-              );
+            if (needsAnswer && !o.yes) {
+              process.stderr.write(approvalNeeded);
               settle(ExitCode.error);
             }
             return;
           case 'approval.resolved':
-            if (!o.wait) settle(ExitCode.ok);
+          case 'command.started':
+            underway();
             return;
           case 'turn.completed':
-            settle(turnExit(e.data));
+            underway();
             if (!o.json && e.data.status !== 'completed') process.stderr.write(`astra: ${turnEndText(e.data)}\n`);
+            settle(turnExit(e.data));
             return;
         }
       };
+      // From the snapshot's head, subscribed before the turn starts: none of its events can be missed.
       await client.subscribe(s.id, {
         sinceSeq: s.headSeq,
         onEvent: (e) => (turnId === undefined ? early.push(e) : handle(e)),
@@ -247,30 +250,35 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
 
     turnId = (await client.turn.start({ sessionId: s.id, input: { text } })).turnId;
     gotTurnId(turnId);
+    const printTurn = () => out.stdout(o.json ? JSON.stringify({ sessionId: s.id, turnId }) : turnId!);
 
     if (!follow) {
-      if (o.json) out.stdout(JSON.stringify({ sessionId: s.id, turnId }));
-      else out.stdout(turnId);
-      if (needsAnswer && !o.yes)
-        process.stderr.write(`astra: approval needed: the command waits for the controller; run \`astra attach ${s.id}\` to approve it, or pass --yes\n`);
+      printTurn();
+      if (needsAnswer) process.stderr.write(approvalNeeded);
       return ExitCode.ok;
     }
+    if (!needsAnswer) underway();
     if (!o.wait) {
-      const code = await outcome!;
-      if (o.json) out.stdout(JSON.stringify({ sessionId: s.id, turnId }));
-      else out.stdout(turnId);
-      return code;
+      // --yes without --wait: stay only until our approval went through.
+      await Promise.race([isUnderway, outcome]);
+      printTurn();
+      return ExitCode.ok;
     }
-    // Ctrl-C cancels the turn like a foreground command; a second one leaves it running.
+    void isUnderway.then(() => (lease.held ? lease.release() : undefined)).catch(() => undefined);
+
+    // Ctrl-C cancels the turn like a foreground command; a second one stops waiting and leaves it running.
+    let interrupts = 0;
     onSigint = () => {
       interrupts++;
-      if (interrupts === 1 && client.heldLeases.has(s.id)) {
-        process.stderr.write('astra: cancelling the turn (Ctrl-C again to stop waiting; it keeps running)\n');
-        client.turn.cancel({ sessionId: s.id, turnId: turnId! }).catch((e: unknown) => process.stderr.write(`astra: could not cancel: ${(e as Error).message}\n`));
-      } else {
+      if (interrupts > 1) {
         process.stderr.write(`astra: stopped waiting; turn ${turnId} keeps running (\`astra attach ${s.id}\` to watch)\n`);
-        process.exit(EXIT_CANCELLED);
+        settle(EXIT_CANCELLED);
+        return;
       }
+      process.stderr.write('astra: cancelling the turn (Ctrl-C again to stop waiting)\n');
+      cancelTurn(client, s.id, turnId!).catch((e: unknown) => {
+        process.stderr.write(`astra: could not cancel: ${e instanceof Error ? e.message : String(e)}\n`);
+      });
     };
     process.on('SIGINT', onSigint);
     return await outcome!;
@@ -278,6 +286,17 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
     if (onSigint) process.off('SIGINT', onSigint);
     // Releasing leaves the turn running (a disconnect would start a grace period that ends by cancelling it).
     await client.close({ releaseLeases: true });
+  }
+}
+
+/** Cancels a turn, taking control for the call if this client does not hold it. */
+async function cancelTurn(client: AstraClient, sessionId: string, turnId: string): Promise<void> {
+  const held = client.heldLeases.get(sessionId);
+  const lease = held ?? (await acquireOrExplain(client, sessionId));
+  try {
+    await client.turn.cancel({ sessionId, turnId });
+  } finally {
+    if (!held) await lease.release().catch(() => undefined);
   }
 }
 

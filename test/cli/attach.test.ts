@@ -1,0 +1,155 @@
+// `astra attach` in real terminals (tmux): two panes on one session, approvals, refusal, takeover,
+// detach with a running turn and re-attach with replay. Each test: its own ASTRA_HOME and tmux server.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { Tmux } from './tmux.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup(): { home: string; env: NodeJS.ProcessEnv; tmux: Tmux } {
+  const home = makeHome('acli');
+  const env = envFor(home);
+  const tmux = new Tmux(env);
+  cleanups.push(() => cleanupHome(home));
+  cleanups.push(() => tmux.destroy());
+  return { home, env, tmux };
+}
+
+async function newSession(env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
+  const r = await runCli(['new', ...args], env);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return r.stdout.trim();
+}
+
+async function sessionJson(env: NodeJS.ProcessEnv, id: string): Promise<Record<string, unknown>> {
+  const r = await runCli(['sessions', '--json'], env);
+  expect(r.code).toBe(0);
+  const s = (JSON.parse(r.stdout) as Record<string, unknown>[]).find((x) => x.id === id);
+  expect(s).toBeDefined();
+  return s!;
+}
+
+describe('astra attach in two terminals', () => {
+  it('the controller runs and approves a command, the observer sees it all, is refused, and takes control', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--title', 'tour']);
+
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /observing — controlled by astra attach \(pid \d+\)/);
+    await tmux.waitScreen('b', /controls ses_\w+; observing — press Ctrl-T/);
+
+    tmux.type('a', 'echo hello; sleep 1; echo done', true);
+    await tmux.waitScreen('a', /approve `echo hello; sleep 1; echo done`\? \[y\/n\]/);
+    await tmux.waitStatus('a', /approval needed/);
+    // The observer sees the prompt as information only.
+    await tmux.waitScreen('b', /approval requested: run `echo hello; sleep 1; echo done`[^\n]*\n {2}\(waiting for astra attach \(pid \d+\) to answer\)/);
+    expect(tmux.screen('b')).not.toMatch(/\[y\/n\]/);
+
+    tmux.type('a', 'y');
+    for (const pane of ['a', 'b']) {
+      const screen = await tmux.waitScreen(pane, /turn completed \(exit 0\)/);
+      expect(screen).toMatch(/approved by astra attach/);
+      expect(screen).toMatch(/^hello$/m);
+      expect(screen).toMatch(/^done$/m);
+      expect(screen.indexOf('hello')).toBeLessThan(screen.lastIndexOf('done'));
+    }
+
+    // The observer's typing is refused with the hint, and starts nothing.
+    tmux.type('b', 'echo sneaky', true);
+    await tmux.waitScreen('b', /you are observing \(astra attach \(pid \d+\) controls this session\): press Ctrl-T to take control, or attach with --take/);
+    const before = await sessionJson(env, id);
+    expect(before.runningTurnId).toBeUndefined();
+    expect(before.observers).toBe(1);
+    expect(before.controller).toMatchObject({ clientName: 'astra attach' });
+    expect(tmux.screen('a')).not.toMatch(/sneaky/);
+
+    // Take over with the take key: the former controller's status line says who took it.
+    tmux.key('b', 'C-t');
+    await tmux.waitStatus('b', /you control this session/);
+    const bPid = (await sessionJson(env, id)).controller as { pid: number };
+    await tmux.waitStatus('a', new RegExp(`observing — control taken over by astra attach \\(pid ${bPid.pid}\\)`));
+    await tmux.waitScreen('a', /control taken over by astra attach \(pid \d+\); now observing — Ctrl-T takes it back/);
+
+    // The new controller works; the former one now only watches.
+    tmux.type('b', 'echo second', true);
+    await tmux.waitScreen('b', /approve `echo second`\? \[y\/n\]/);
+    tmux.type('b', 'y');
+    await tmux.waitScreen('a', /^second$/m);
+    await tmux.waitScreen('a', /turn completed \(exit 0\)[\s\S]*turn completed \(exit 0\)/);
+    tmux.type('a', 'x');
+    await tmux.waitScreen('a', /you are observing/);
+
+    for (const pane of ['a', 'b']) tmux.key(pane, 'C-d');
+    for (const pane of ['a', 'b']) await tmux.waitScreen(pane, /detached from ses_\w+ \(Ctrl-D\)[\s\S]*\[exited 0\]/);
+    const after = await sessionJson(env, id);
+    expect(after.controller).toBeUndefined();
+    expect(after.observers).toBe(0);
+  });
+
+  it('detaching during a running turn leaves it running, and re-attaching replays everything', async () => {
+    const { home, env, tmux } = setup();
+    const go = path.join(home, 'go');
+    const id = await newSession(env, ['--approval', 'auto', '--title', 'long']);
+
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', `echo first; while [ ! -e ${go} ]; do sleep 0.05; done; echo second`, true);
+    await tmux.waitScreen('a', /^first$/m);
+    await tmux.waitStatus('a', /turn running/);
+    tmux.key('a', 'C-d');
+    await tmux.waitScreen('a', /detached from ses_\w+ \(Ctrl-D\); the turn keeps running[\s\S]*\[exited 0\]/);
+
+    const s = await sessionJson(env, id);
+    expect(s.runningTurnId).toEqual(expect.any(String));
+    expect(s.controller).toBeUndefined(); // released on detach, not left in grace
+
+    tmux.start('b', ['attach', id]);
+    const replayed = await tmux.waitScreen('b', /── live ──/);
+    expect(replayed).toMatch(/session created: "long"/);
+    expect(replayed).toMatch(/❯ echo first;/);
+    expect(replayed).toMatch(/^first$/m);
+    expect(replayed).not.toMatch(/^second$/m);
+    await tmux.waitStatus('b', /you control this session │ turn running/);
+
+    fs.writeFileSync(go, '');
+    const screen = await tmux.waitScreen('b', /turn completed \(exit 0\)/);
+    expect(screen).toMatch(/^first$[\s\S]*── live ──[\s\S]*^second$/m);
+    await tmux.waitStatus('b', /│ idle │/);
+
+    // Ctrl-C with nothing running and an empty line detaches too.
+    tmux.key('b', 'C-c');
+    await tmux.waitScreen('b', /detached from ses_\w+ \(Ctrl-C\)[\s\S]*\[exited 0\]/);
+    await waitFor('the daemon to see no subscriber', async () => (await sessionJson(env, id)).observers === 0);
+  });
+
+  it('Ctrl-C cancels the running turn, --observe never takes control, --take does', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('o', ['attach', '--observe', id.slice(0, 12)]);
+    await tmux.waitStatus('o', /observing — controlled by/);
+
+    tmux.type('a', 'echo begin; sleep 30', true);
+    await tmux.waitScreen('a', /^begin$/m);
+    tmux.key('a', 'C-c');
+    await tmux.waitScreen('a', /cancelling the turn/);
+    await tmux.waitScreen('o', /turn cancelled/);
+    await tmux.waitStatus('a', /│ idle │/);
+
+    tmux.start('t', ['attach', '--take', id]);
+    await tmux.waitStatus('t', /you control this session/);
+    await tmux.waitStatus('a', /control taken over by astra attach/);
+    await tmux.waitStatus('o', /observing — controlled by astra attach/);
+    expect(tmux.screen('o')).not.toMatch(/you took control|you control/);
+  });
+});

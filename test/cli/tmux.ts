@@ -1,0 +1,98 @@
+// Real terminals for CLI tests: a private tmux server (its own -L socket) whose panes run `astra`.
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CLI, waitFor } from '../helpers/processes.js';
+
+/** Single-quotes a word for sh. */
+export function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export class Tmux {
+  readonly socket = `astra-test-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  private readonly panePids: number[] = [];
+
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  run(args: string[]): string {
+    return execFileSync('tmux', ['-L', this.socket, ...args], { env: this.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+
+  /**
+   * A 120x40 terminal running `astra <args>`. When astra exits the pane prints `[exited N]` and
+   * stays open (cat waits on the terminal), so the last screen can still be read.
+   */
+  start(name: string, astraArgs: string[], extraEnv: Record<string, string> = {}): number {
+    const vars = Object.entries({ ASTRA_HOME: this.env.ASTRA_HOME ?? '', ...extraEnv }).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    const cmd = `${[process.execPath, CLI, ...astraArgs].map(shq).join(' ')}; echo "[exited $?]"; exec cat`;
+    this.run(['new-session', '-d', '-x', '120', '-y', '40', '-s', name, ...vars, 'sh', '-c', cmd]);
+    const pid = Number(this.run(['list-panes', '-t', name, '-F', '#{pane_pid}']).trim());
+    this.panePids.push(pid);
+    return pid;
+  }
+
+  /** Everything the pane printed (scrollback included), trailing blank lines dropped. */
+  screen(name: string): string {
+    return this.run(['capture-pane', '-p', '-J', '-S', '-', '-t', name]).replace(/\s+$/, '');
+  }
+
+  /** The status line: the line above the prompt at the bottom of the visible screen. */
+  statusLine(name: string): string {
+    const lines = this.run(['capture-pane', '-p', '-t', name]).split('\n').filter((l) => l.trim() !== '');
+    return lines[lines.length - 2] ?? '';
+  }
+
+  /** Types text literally (no key names), then optionally presses Enter. */
+  type(name: string, text: string, enter = false): void {
+    this.run(['send-keys', '-t', name, '-l', text]);
+    if (enter) this.run(['send-keys', '-t', name, 'Enter']);
+  }
+
+  key(name: string, key: string): void {
+    this.run(['send-keys', '-t', name, key]);
+  }
+
+  async waitScreen(name: string, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    try {
+      return await waitFor(`${pattern} in pane ${name}`, () => {
+        const s = this.screen(name);
+        return pattern.test(s) ? s : undefined;
+      }, timeoutMs);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n--- pane ${name} ---\n${this.screen(name)}`);
+    }
+  }
+
+  async waitStatus(name: string, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    try {
+      return await waitFor(`status ${pattern} in pane ${name}`, () => {
+        const s = this.statusLine(name);
+        return pattern.test(s) ? s : undefined;
+      }, timeoutMs);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n--- pane ${name} status: ${this.statusLine(name)} ---\n${this.screen(name)}`);
+    }
+  }
+
+  /** Kills the pane processes by pid, then this test's tmux server. */
+  destroy(): void {
+    for (const pid of this.panePids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    try {
+      this.run(['kill-server']);
+    } catch {
+      // no server left
+    }
+    // kill-server can leave its socket file behind.
+    const dir = path.join(this.env.TMUX_TMPDIR || os.tmpdir(), `tmux-${process.getuid?.() ?? 0}`);
+    fs.rmSync(path.join(dir, this.socket), { force: true });
+  }
+}

@@ -1,0 +1,197 @@
+// Shared helpers for the benchmark suite: process spawning with a deadline, /proc readings, statistics.
+// Nothing here asserts a timing: benchmarks report, tests assert.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** dist/ (the compiled package root). */
+export const DIST = path.resolve(HERE, '..');
+export const WORKER = path.join(HERE, 'worker.js');
+export const CLI = path.join(DIST, 'cli', 'main.js');
+export const DAEMON = path.join(DIST, 'daemon', 'main.js');
+
+export const RT_WARMUP = 1_000;
+export const RT_CALLS = 10_000;
+export const PAR_CALLS = 50_000;
+export const PAR_IN_FLIGHT = 64;
+
+/** The same small event shape for every peer: a `command.output` of `size` bytes, as Astra streams it. */
+export function benchEvent(seq: number, data: Buffer | string): { sessionId: string; seq: number; ts: number; type: string; data: unknown } {
+  return { sessionId: 's-0123456789abcdef', seq, ts: Date.now(), type: 'command.output', data: { turnId: 't-0001', stream: 'stdout', data } };
+}
+
+/** Wall clock in ms with sub-ms resolution, comparable between processes on one machine. */
+export function wallMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux.
+
+/** CPU time (user + system) a process has used, in µs, from /proc/<pid>/stat (10 ms resolution). */
+export function procCpuUs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) * TICK_US;
+}
+
+/** Resident set size in bytes, from /proc/<pid>/status. */
+export function procRssBytes(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+export function tempDir(prefix: string): string {
+  // Short paths: the socket path must fit 103 bytes.
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `check` until it returns a value, or fails after `timeoutMs` with `what` in the message. */
+export async function waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined | Promise<T | undefined>, everyMs = 10): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`bench: ${what} did not happen within ${timeoutMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
+export interface Child {
+  proc: ChildProcess;
+  /** Resolves with each JSON line the child prints, in order. */
+  nextMessage(timeoutMs?: number): Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+const live = new Set<ChildProcess>();
+
+/** Kills (by pid) every child the suite started that is still running. */
+export function killAll(): void {
+  for (const p of live) {
+    try {
+      if (p.pid !== undefined) process.kill(p.pid, 'SIGCONT');
+      p.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+}
+
+/** Runs a worker role in a new node process; it talks back with one JSON object per stdout line. */
+export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env, nodeArgs: string[] = []): Child {
+  const proc = spawn(process.execPath, [...nodeArgs, WORKER, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  live.add(proc);
+  const messages: Record<string, unknown>[] = [];
+  const waiters: ((m: Record<string, unknown>) => void)[] = [];
+  let buf = '';
+  let exitCode: number | null | undefined;
+  proc.stdout!.setEncoding('utf8');
+  proc.stdout!.on('data', (chunk: string) => {
+    buf += chunk;
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (!line.trim()) continue;
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        process.stderr.write(`[worker ${args[0]}] ${line}\n`);
+        continue;
+      }
+      const w = waiters.shift();
+      if (w) w(msg);
+      else messages.push(msg);
+    }
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    proc.once('exit', (code) => {
+      exitCode = code;
+      live.delete(proc);
+      resolve(code);
+    }),
+  );
+  return {
+    proc,
+    exited,
+    nextMessage(timeoutMs = 120_000) {
+      const m = messages.shift();
+      if (m) return Promise.resolve(m);
+      if (exitCode !== undefined) return Promise.reject(new Error(`bench worker "${args.join(' ')}" exited with ${exitCode} before answering`));
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`bench worker "${args.join(' ')}" did not answer within ${timeoutMs} ms`)), timeoutMs);
+        const onExit = (code: number | null) => {
+          clearTimeout(timer);
+          reject(new Error(`bench worker "${args.join(' ')}" exited with ${code} before answering`));
+        };
+        proc.once('exit', onExit);
+        waiters.push((msg) => {
+          clearTimeout(timer);
+          proc.off('exit', onExit);
+          if (typeof msg.error === 'string') reject(new Error(`bench worker "${args.join(' ')}": ${msg.error}`));
+          else resolve(msg);
+        });
+      });
+    },
+    kill(signal: NodeJS.Signals = 'SIGKILL') {
+      if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) {
+        try {
+          process.kill(proc.pid, signal);
+        } catch {
+          // already gone
+        }
+      }
+    },
+  };
+}
+
+/** Runs a command to completion and returns its wall time in ms. */
+export function timeProcess(argv: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<{ ms: number; code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const t0 = wallMs();
+    const proc = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env });
+    live.add(proc);
+    let stdout = '';
+    let stderr = '';
+    proc.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    proc.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`bench: ${argv.join(' ')} did not finish within ${timeoutMs} ms`));
+    }, timeoutMs);
+    proc.once('exit', (code) => {
+      const ms = wallMs() - t0;
+      clearTimeout(timer);
+      live.delete(proc);
+      if (stderr.trim()) process.stderr.write(stderr);
+      resolve({ ms, code, stdout });
+    });
+  });
+}
+
+/** Child side: prints one JSON message for the parent. */
+export function tell(msg: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify(msg) + '\n');
+}

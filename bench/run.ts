@@ -1,0 +1,423 @@
+// The benchmark suite (`npm run bench`): Astra end to end — real daemon, validation, leases, journal,
+// fan-out, client library — beside a bare framed-msgpack socket (the baseline), vscode-jsonrpc and
+// grpc-js, in one run, as separate processes over real Unix sockets. Every figure is the median of
+// REPEATS runs and is printed with its ratio to the baseline measured in the same run. Writes
+// bench/REPORT.md and bench/results.json. Not part of npm test; nothing here asserts a timing.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runIpcBench } from './ipc/ipc-bench.js';
+import { runJournalBench } from './journal/journal-bench.js';
+import { DaemonProc } from './daemon-proc.js';
+import { CLI, HERE, PAR_IN_FLIGHT, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child } from './lib.js';
+
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
+const STREAM_EVENTS = 200_000;
+const EVENT_BYTES = 200;
+const BIG_BYTES = 4 * 1024 * 1024;
+const BIG_EVENTS = 50; // 200 MiB per run
+const SHELL_BIG = `head -c ${BIG_EVENTS * 4}M /dev/zero`;
+const FAN_CLIENTS = 16;
+const FAN_EVENTS = Number(process.env.BENCH_FAN_EVENTS ?? 50_000);
+const IDLE_CONNECTIONS = 100;
+const FLOOD_EVENTS = 50_000;
+const STARTUP_REPEATS = 5;
+const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
+type Kind = (typeof PEERS)[number] | 'astra';
+
+/** The source tree's bench/ folder (this file runs from dist/bench/). */
+const SRC_BENCH = path.resolve(HERE, '..', '..', 'bench');
+
+type Samples = Record<string, Partial<Record<Kind, number[]>>>;
+const samples: Samples = {};
+function record(figure: string, kind: Kind, value: number): void {
+  ((samples[figure] ??= {})[kind] ??= []).push(value);
+}
+function med(figure: string, kind: Kind): number | undefined {
+  const xs = samples[figure]?.[kind];
+  return xs && xs.length ? median(xs) : undefined;
+}
+
+function log(line: string): void {
+  process.stdout.write(line + '\n');
+}
+
+// ---- peers: bare, vscode-jsonrpc, grpc-js ----
+
+async function startPeerServer(kind: string, dir: string): Promise<{ child: Child; socketPath: string; pid: number }> {
+  const socketPath = path.join(dir, `${kind}.sock`);
+  const child = spawnWorker(['serve', kind, socketPath]);
+  const msg = await child.nextMessage(15_000);
+  return { child, socketPath, pid: Number(msg.pid) };
+}
+
+async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
+  const dir = tempDir('astra-bench-');
+  const server = await startPeerServer(kind, dir);
+  try {
+    const rt = await spawnWorker(['peer', kind, 'rt', server.socketPath]).nextMessage();
+    record('rt.p50us', kind, Number(rt.p50us));
+    record('rt.p99us', kind, Number(rt.p99us));
+    record('rt.callsPerSec', kind, Number(rt.callsPerSec));
+    const st = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)]).nextMessage();
+    record('stream.eventsPerSec', kind, Number(st.eventsPerSec));
+    record('stream.clientCpuUs', kind, Number(st.clientCpuUsPerEvent));
+    record('stream.serverCpuUs', kind, Number(st.serverCpuUsPerEvent));
+    const big = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(BIG_EVENTS), String(BIG_BYTES)]).nextMessage();
+    record('big.mbPerSec', kind, Number(big.mbPerSec));
+    log(`  ${kind.padEnd(8)} rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; stream ${Math.round(Number(st.eventsPerSec))} ev/s; 4 MiB ${Number(big.mbPerSec).toFixed(0)} MB/s`);
+  } finally {
+    server.child.kill();
+    await server.child.exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function peerFanOut(kind: (typeof PEERS)[number]): Promise<void> {
+  const dir = tempDir('astra-bench-');
+  const server = await startPeerServer(kind, dir);
+  try {
+    const clients = Array.from({ length: FAN_CLIENTS }, () => spawnWorker(['peer', kind, 'fan', server.socketPath, String(FAN_EVENTS)]));
+    await Promise.all(clients.map((c) => c.nextMessage(30_000)));
+    const trigger = spawnWorker(['peer', kind, 'trigger', server.socketPath, String(FAN_EVENTS), String(EVENT_BYTES)]);
+    const ends = await Promise.all(clients.map((c) => c.nextMessage()));
+    const t = await trigger.nextMessage();
+    fanFigures(kind, Number(t.startMs), ends.map((e) => Number(e.endMs)));
+  } finally {
+    server.child.kill();
+    await server.child.exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function fanFigures(kind: Kind, startMs: number, endsMs: number[]): void {
+  const last = Math.max(...endsMs);
+  const aggregate = (FAN_CLIENTS * FAN_EVENTS) / ((last - startMs) / 1000);
+  record('fan.aggregateEventsPerSec', kind, aggregate);
+  record('fan.slowestEventsPerSec', kind, FAN_EVENTS / ((last - startMs) / 1000));
+  record('fan.fastestEventsPerSec', kind, FAN_EVENTS / ((Math.min(...endsMs) - startMs) / 1000));
+  log(`  ${kind.padEnd(8)} fan-out ×${FAN_CLIENTS}: ${Math.round(aggregate)} events/s aggregate, slowest client ${Math.round(FAN_EVENTS / ((last - startMs) / 1000))} events/s`);
+}
+
+// ---- Astra through the real daemon ----
+
+async function astraRound(): Promise<void> {
+  const daemon = new DaemonProc();
+  await daemon.start();
+  try {
+    const rt = await spawnWorker(['astra', 'rt', daemon.home]).nextMessage();
+    record('rt.p50us', 'astra', Number(rt.p50us));
+    record('rt.p99us', 'astra', Number(rt.p99us));
+    record('rt.callsPerSec', 'astra', Number(rt.callsPerSec));
+    const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
+    if (st.events !== STREAM_EVENTS) throw new Error(`bench: the astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
+    record('stream.eventsPerSec', 'astra', Number(st.eventsPerSec));
+    record('stream.clientCpuUs', 'astra', Number(st.clientCpuUsPerEvent));
+    record('stream.serverCpuUs', 'astra', Number(st.serverCpuUsPerEvent));
+    const big = await spawnWorker(['astra', 'stream', daemon.home, 'shell', SHELL_BIG]).nextMessage();
+    record('big.mbPerSec', 'astra', Number(big.mbPerSec));
+    record('big.events', 'astra', Number(big.events));
+    const syn64 = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${(BIG_EVENTS * BIG_BYTES) / 65536} size=65536 batch=16`]).nextMessage();
+    record('big64k.mbPerSec', 'astra', Number(syn64.mbPerSec));
+    log(
+      `  astra    rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; stream ${Math.round(Number(st.eventsPerSec))} ev/s; ` +
+        `shell output ${Number(big.mbPerSec).toFixed(0)} MB/s (${String(big.events)} events); synthetic 64 KiB ${Number(syn64.mbPerSec).toFixed(0)} MB/s`,
+    );
+  } finally {
+    await daemon.stop();
+  }
+}
+
+async function astraFanOut(): Promise<void> {
+  const daemon = new DaemonProc();
+  await daemon.start();
+  try {
+    const ctl = await daemon.client('bench-controller');
+    const { session } = await ctl.session.create({ title: 'bench fan-out', engine: 'synthetic', approvalPolicy: 'auto' });
+    await ctl.acquireController(session.id);
+    const head = (await ctl.session.read({ sessionId: session.id, limit: 1 })).headSeq;
+    const clients = Array.from({ length: FAN_CLIENTS }, () => spawnWorker(['astra', 'fan', daemon.home, session.id, String(head)]));
+    await Promise.all(clients.map((c) => c.nextMessage(30_000)));
+    const startMs = wallMs();
+    await ctl.turn.start({ sessionId: session.id, input: { text: `count=${FAN_EVENTS} size=${EVENT_BYTES}` } });
+    const ends = await Promise.all(clients.map((c) => c.nextMessage()));
+    for (const e of ends) if (e.events !== FAN_EVENTS) throw new Error(`bench: an astra observer got ${String(e.events)} of ${FAN_EVENTS} events`);
+    fanFigures('astra', startMs, ends.map((e) => Number(e.endMs)));
+    await ctl.close();
+  } finally {
+    await daemon.stop();
+  }
+}
+
+// ---- start-up ----
+
+async function startup(): Promise<void> {
+  for (let i = 0; i < STARTUP_REPEATS; i++) {
+    const home = tempDir('astra-bench-');
+    const env = { ...process.env, ASTRA_HOME: home, ASTRA_IDLE_TIMEOUT_MS: '0' };
+    let pid: number | undefined;
+    try {
+      const start = await timeProcess([process.execPath, CLI, 'daemon', 'start'], env);
+      if (start.code !== 0) throw new Error(`bench: astra daemon start exited with ${start.code}`);
+      record('startup.daemonStartMs', 'astra', start.ms);
+      const rec = JSON.parse(fs.readFileSync(path.join(home, 'run', 'daemon.json'), 'utf8')) as { pid: number };
+      pid = rec.pid;
+      const status = await timeProcess([process.execPath, CLI, 'daemon', 'status'], env);
+      if (status.code !== 0) throw new Error(`bench: astra daemon status exited with ${status.code}`);
+      record('startup.statusMs', 'astra', status.ms);
+      record('startup.nodeMs', 'astra', (await timeProcess([process.execPath, '-e', '0'], env)).ms);
+    } finally {
+      if (pid !== undefined) {
+        const p = pid;
+        try {
+          process.kill(p, 'SIGTERM');
+          await waitFor('the started daemon exiting', 5_000, () => {
+            try {
+              process.kill(p, 0);
+              return undefined;
+            } catch {
+              return true;
+            }
+          });
+        } catch {
+          try {
+            process.kill(p, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+      }
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  }
+  log(
+    `  daemon start → answering ${med('startup.daemonStartMs', 'astra')!.toFixed(0)} ms; daemon status ${med('startup.statusMs', 'astra')!.toFixed(0)} ms; node -e 0 ${med('startup.nodeMs', 'astra')!.toFixed(0)} ms`,
+  );
+}
+
+// ---- memory ----
+
+/** RSS after the daemon has had a moment to settle: the median of a few samples. */
+async function settledRss(pid: number): Promise<number> {
+  const xs: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await sleep(100);
+    xs.push(procRssBytes(pid));
+  }
+  return median(xs);
+}
+
+async function memory(): Promise<void> {
+  const daemon = new DaemonProc();
+  await daemon.start();
+  try {
+    await sleep(500);
+    const idle = await settledRss(daemon.pid);
+    record('mem.idleMB', 'astra', idle / 1e6);
+
+    const holder = spawnWorker(['astra', 'idle', daemon.home, String(IDLE_CONNECTIONS)]);
+    await holder.nextMessage(60_000);
+    const withConns = await settledRss(daemon.pid);
+    record('mem.idleConnectionsAddMB', 'astra', (withConns - idle) / 1e6);
+    holder.kill();
+    await holder.exited;
+
+    const ctl = await daemon.client('bench-controller');
+    const { session } = await ctl.session.create({ title: 'bench flood', engine: 'synthetic', approvalPolicy: 'auto' });
+    await ctl.acquireController(session.id);
+    const observer = spawnWorker(['astra', 'observe', daemon.home, session.id, String(session.headSeq)]);
+    await observer.nextMessage(30_000);
+    observer.kill('SIGSTOP');
+    try {
+      let done!: () => void;
+      const completed = new Promise<void>((r) => (done = r));
+      await ctl.subscribe(session.id, { sinceSeq: session.headSeq, onEvent: (e) => e.type === 'turn.completed' && done() });
+      const before = await settledRss(daemon.pid);
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, procRssBytes(daemon.pid))), 10);
+      await ctl.turn.start({ sessionId: session.id, input: { text: `count=${FLOOD_EVENTS} size=${EVENT_BYTES}` } });
+      await completed;
+      await sleep(200);
+      clearInterval(sampler);
+      peak = Math.max(peak, procRssBytes(daemon.pid));
+      record('mem.stoppedObserverAddMB', 'astra', (peak - before) / 1e6);
+      record('mem.floodPeakMB', 'astra', peak / 1e6);
+    } finally {
+      observer.kill('SIGCONT');
+      observer.kill('SIGKILL');
+      await observer.exited;
+    }
+    await ctl.close();
+  } finally {
+    await daemon.stop();
+  }
+  log(
+    `  daemon RSS idle ${med('mem.idleMB', 'astra')!.toFixed(1)} MB; +${IDLE_CONNECTIONS} idle connections ${med('mem.idleConnectionsAddMB', 'astra')!.toFixed(1)} MB; ` +
+      `stopped observer during ${FLOOD_EVENTS}-event flood +${med('mem.stoppedObserverAddMB', 'astra')!.toFixed(1)} MB`,
+  );
+}
+
+// ---- report ----
+
+interface Figure {
+  id: string;
+  name: string;
+  unit: string;
+  /** Higher is better (throughput) or lower is better (latency, memory). */
+  better: 'higher' | 'lower';
+  astra: number | undefined;
+  bare: number | undefined;
+  jsonrpc: number | undefined;
+  grpc: number | undefined;
+  /** Astra relative to the bare baseline: astra / bare. */
+  ratio: number | undefined;
+  target: string;
+  pass: boolean | undefined;
+}
+
+function figure(id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, ratio: number | undefined) => boolean): Figure {
+  const astra = med(id, 'astra');
+  const bareV = med(id, 'bare');
+  const ratio = astra !== undefined && bareV !== undefined ? astra / bareV : undefined;
+  return {
+    id,
+    name,
+    unit,
+    better,
+    astra,
+    bare: bareV,
+    jsonrpc: med(id, 'jsonrpc'),
+    grpc: med(id, 'grpc'),
+    ratio,
+    target,
+    pass: passes && astra !== undefined ? passes(astra, ratio) : undefined,
+  };
+}
+
+function fmt(v: number | undefined, unit: string): string {
+  if (v === undefined || Number.isNaN(v)) return '—';
+  if (unit === 'µs' || unit === 'MB' || unit === 'ms' || unit === 'µs/event') return v >= 100 ? v.toFixed(0) : v.toFixed(1);
+  return Math.round(v).toLocaleString('en-US');
+}
+
+function fmtRatio(f: Figure): string {
+  return f.ratio === undefined ? '—' : `${f.ratio.toFixed(2)}×`;
+}
+
+async function main(): Promise<void> {
+  const t0 = wallMs();
+  process.on('SIGINT', () => {
+    killAll();
+    process.exit(130);
+  });
+  log(`astra bench: ${REPEATS} runs of each figure (medians), ${os.cpus().length} CPUs, node ${process.version}`);
+
+  for (let r = 0; r < REPEATS; r++) {
+    log(`run ${r + 1}/${REPEATS}`);
+    for (const kind of PEERS) await peerRound(kind);
+    await astraRound();
+    await peerFanOut('bare');
+    await astraFanOut();
+  }
+  log('start-up');
+  await startup();
+  log('memory');
+  await memory();
+  log('journal');
+  const journal = await runJournalBench();
+  log(`  append ${journal.appendEventsPerSec} events/s (bare appendFile ${journal.bareAppendFileEventsPerSec}); fsynced mutation p50 ${journal.mutationP50us} µs (bare ${journal.bareFsyncP50us} µs)`);
+  log('ipc micro-benchmark');
+  const ipc = await runIpcBench((l) => log(`  ${l}`));
+
+  const nodeMs = med('startup.nodeMs', 'astra')!;
+  const figures: Figure[] = [
+    figure('rt.p50us', 'round trip, 1 in flight, p50', 'µs', 'lower', '≤ 1.2× bare', (_a, r) => r !== undefined && r <= 1.2),
+    figure('rt.p99us', 'round trip, 1 in flight, p99', 'µs', 'lower', ''),
+    figure('rt.callsPerSec', `round trip, ${PAR_IN_FLIGHT} in flight`, 'calls/s', 'higher', ''),
+    figure('stream.eventsPerSec', `streaming ${STREAM_EVENTS.toLocaleString('en-US')} × ${EVENT_BYTES} B events`, 'events/s', 'higher', '≥ 1.0× bare', (_a, r) => r !== undefined && r >= 1.0),
+    figure('stream.serverCpuUs', 'streaming CPU, server/daemon side', 'µs/event', 'lower', ''),
+    figure('stream.clientCpuUs', 'streaming CPU, client side', 'µs/event', 'lower', ''),
+    figure('big.mbPerSec', 'large output (Astra: shell `head -c 200M`, 64 KiB events; peers: 4 MiB events)', 'MB/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
+    figure('big64k.mbPerSec', 'large output, synthetic 64 KiB events (no child process)', 'MB/s', 'higher', ''),
+    figure('fan.aggregateEventsPerSec', `fan-out to ${FAN_CLIENTS} client processes (${FAN_EVENTS.toLocaleString('en-US')} events), aggregate`, 'events/s', 'higher', '≥ 0.6× bare', (_a, r) => r !== undefined && r >= 0.6),
+    figure('fan.slowestEventsPerSec', `fan-out, slowest client`, 'events/s', 'higher', ''),
+    figure('startup.daemonStartMs', '`astra daemon start` → answering', 'ms', 'lower', '≤ 250 ms', (a) => a <= 250),
+    figure('startup.statusMs', '`astra daemon status`, whole process', 'ms', 'lower', `≤ node -e 0 + 40 ms (${(nodeMs + 40).toFixed(0)} ms)`, (a) => a <= nodeMs + 40),
+    figure('startup.nodeMs', '`node -e 0`, for comparison', 'ms', 'lower', ''),
+    figure('mem.idleMB', 'daemon RSS, idle', 'MB', 'lower', '≤ 60 MB', (a) => a <= 60),
+    figure('mem.idleConnectionsAddMB', `daemon RSS added by ${IDLE_CONNECTIONS} idle connections`, 'MB', 'lower', '≤ 10 MB', (a) => a <= 10),
+    figure('mem.stoppedObserverAddMB', `daemon RSS added by a SIGSTOPped observer during a ${FLOOD_EVENTS.toLocaleString('en-US')}-event flood`, 'MB', 'lower', '≤ 32 MB', (a) => a <= 32),
+  ];
+  // The journal's own bare peers are in its results; fold them into the same table.
+  const jf = (id: string, name: string, unit: string, better: 'higher' | 'lower', astra: number, bareV: number, target: string, pass: boolean): Figure => ({
+    id, name, unit, better, astra, bare: bareV, jsonrpc: undefined, grpc: undefined, ratio: astra / bareV, target, pass,
+  });
+  figures.push(
+    jf('journal.appendEventsPerSec', 'journal: group-committed append (bare: appendFileSync per record)', 'events/s', 'higher', journal.appendEventsPerSec!, journal.bareAppendFileEventsPerSec!, '≥ 0.5× bare', journal.appendRatio! >= 0.5),
+    jf('journal.mutationP50us', 'journal: fsynced mutation p50 (bare: write + fsync)', 'µs', 'lower', journal.mutationP50us!, journal.bareFsyncP50us!, '≤ 2× bare', journal.mutationP50Ratio! <= 2),
+    jf('journal.mutationP99us', 'journal: fsynced mutation p99', 'µs', 'lower', journal.mutationP99us!, journal.bareFsyncP99us!, '', true),
+    jf('ipc.p50', 'ipc layer alone: round trip p50', 'µs', 'lower', ipc['ipc.p50']!, ipc['bare.p50']!, '', true),
+    jf('ipc.eventsPerSec', 'ipc layer alone: 200,000-event stream', 'events/s', 'higher', ipc['ipc.eventsPerSec']!, ipc['bare.eventsPerSec']!, '', true),
+  );
+  for (const f of figures.slice(-3)) f.pass = undefined;
+
+  const durationSec = (wallMs() - t0) / 1000;
+  log('');
+  log(`${'figure'.padEnd(70)} ${'astra'.padStart(12)} ${'bare'.padStart(12)} ${'ratio'.padStart(7)} ${'jsonrpc'.padStart(10)} ${'grpc'.padStart(10)}  target`);
+  for (const f of figures)
+    log(
+      `${`${f.name} (${f.unit})`.slice(0, 70).padEnd(70)} ${fmt(f.astra, f.unit).padStart(12)} ${fmt(f.bare, f.unit).padStart(12)} ${fmtRatio(f).padStart(7)} ${fmt(f.jsonrpc, f.unit).padStart(10)} ${fmt(f.grpc, f.unit).padStart(10)}  ${f.target}${f.pass === undefined ? '' : f.pass ? ' PASS' : ' MISS'}`,
+    );
+  log(`suite took ${durationSec.toFixed(0)} s`);
+
+  const meta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    cpu: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
+    repeats: REPEATS,
+    durationSec: Math.round(durationSec),
+    parameters: { STREAM_EVENTS, EVENT_BYTES, BIG_BYTES, BIG_EVENTS, SHELL_BIG, FAN_CLIENTS, FAN_EVENTS, IDLE_CONNECTIONS, FLOOD_EVENTS, STARTUP_REPEATS, PAR_IN_FLIGHT },
+  };
+  fs.writeFileSync(path.join(SRC_BENCH, 'results.json'), JSON.stringify({ ...meta, figures, samples, journal, ipc }, null, 2) + '\n');
+  writeReportTable(figures, meta);
+}
+
+const TABLE_START = '<!-- bench:table:start -->';
+const TABLE_END = '<!-- bench:table:end -->';
+
+/** Replaces the generated table in REPORT.md, keeping the hand-written analysis around it. */
+function writeReportTable(figures: Figure[], meta: { date: string; node: string; platform: string; cpu: string; repeats: number; durationSec: number }): void {
+  const lines = [
+    TABLE_START,
+    `Measured ${meta.date} on ${meta.cpu}, ${meta.platform}, Node ${meta.node}; median of ${meta.repeats} runs (start-up: of ${STARTUP_REPEATS}); the suite took ${meta.durationSec} s.`,
+    'Ratio = Astra ÷ bare socket, measured in the same run (for latency and memory lower is better, for throughput higher).',
+    '',
+    '| figure | unit | Astra | bare socket | ratio | vscode-jsonrpc | grpc-js | target | |',
+    '|---|---|---:|---:|---:|---:|---:|---|---|',
+    ...figures.map(
+      (f) =>
+        `| ${f.name} | ${f.unit} | ${fmt(f.astra, f.unit)} | ${fmt(f.bare, f.unit)} | ${fmtRatio(f)} | ${fmt(f.jsonrpc, f.unit)} | ${fmt(f.grpc, f.unit)} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`,
+    ),
+    TABLE_END,
+  ];
+  const file = path.join(SRC_BENCH, 'REPORT.md');
+  let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : `# Astra benchmarks\n\n${TABLE_START}\n${TABLE_END}\n`;
+  const a = text.indexOf(TABLE_START);
+  const b = text.indexOf(TABLE_END);
+  text = a >= 0 && b > a ? text.slice(0, a) + lines.join('\n') + text.slice(b + TABLE_END.length) : text + '\n' + lines.join('\n') + '\n';
+  fs.writeFileSync(file, text);
+  log(`wrote ${path.relative(process.cwd(), file)} and ${path.relative(process.cwd(), path.join(SRC_BENCH, 'results.json'))}`);
+}
+
+main().then(
+  () => {
+    killAll();
+    process.exit(0);
+  },
+  (e: unknown) => {
+    console.error(e);
+    killAll();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,213 @@
+// One benchmark process: a peer server, a peer client, or an Astra client, chosen by argv. Each talks
+// to the suite (bench/run.ts) with one JSON object per stdout line.
+//   node dist/bench/worker.js serve <bare|jsonrpc|grpc> <socket>
+//   node dist/bench/worker.js peer <kind> rt <socket>
+//   node dist/bench/worker.js peer <kind> stream <socket> <serverPid> <count> <size>
+//   node dist/bench/worker.js peer <kind> fan <socket> <count>
+//   node dist/bench/worker.js peer <kind> trigger <socket> <count> <size>
+//   node dist/bench/worker.js astra rt|stream|fan|idle|observe <home> ...
+import { AstraClient } from '../client/index.js';
+import type { SessionEvent } from '../protocol/index.js';
+import { PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, RT_WARMUP, percentile, procCpuUs, tell, wallMs } from './lib.js';
+import { bare } from './peers/bare.js';
+import { grpcPeer } from './peers/grpc.js';
+import { jsonrpc } from './peers/jsonrpc.js';
+import type { Peer, PeerClient } from './peers/peer.js';
+
+const PEERS: Record<string, Peer> = { bare, jsonrpc, grpc: grpcPeer };
+
+
+/** The round-trip figures, the same loop for every peer: `call` is one request and its answer. */
+async function roundTrips(call: (n: number) => Promise<unknown>): Promise<Record<string, number>> {
+  for (let i = 0; i < RT_WARMUP; i++) await call(i);
+  const lat = new Float64Array(RT_CALLS);
+  for (let i = 0; i < RT_CALLS; i++) {
+    const t = process.hrtime.bigint();
+    await call(i);
+    lat[i] = Number(process.hrtime.bigint() - t) / 1000;
+  }
+  lat.sort();
+  let issued = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: PAR_IN_FLIGHT }, async () => {
+      while (issued < PAR_CALLS) await call(issued++);
+    }),
+  );
+  const parSec = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { p50us: percentile(lat, 0.5), p99us: percentile(lat, 0.99), callsPerSec: PAR_CALLS / parSec };
+}
+
+/** Measures a stream from its start to its last event: rate, and CPU per event on both sides. */
+function streamMeter(serverPid: number) {
+  let events = 0;
+  let bytes = 0;
+  let t0 = 0n;
+  let cpu0: NodeJS.CpuUsage | undefined;
+  let serverCpu0 = 0;
+  return {
+    start() {
+      serverCpu0 = procCpuUs(serverPid);
+      cpu0 = process.cpuUsage();
+      t0 = process.hrtime.bigint();
+    },
+    onEvent(n: number) {
+      events++;
+      bytes += n;
+    },
+    result(): Record<string, number> {
+      const sec = Number(process.hrtime.bigint() - t0) / 1e9;
+      const cpu = process.cpuUsage(cpu0);
+      const serverCpu = procCpuUs(serverPid) - serverCpu0;
+      return {
+        events,
+        bytes,
+        seconds: sec,
+        eventsPerSec: events / sec,
+        mbPerSec: bytes / sec / 1e6,
+        clientCpuUsPerEvent: (cpu.user + cpu.system) / events,
+        serverCpuUsPerEvent: serverCpu / events,
+      };
+    },
+  };
+}
+
+async function peerRole(kind: string, scenario: string, args: string[]): Promise<void> {
+  const peer = PEERS[kind];
+  if (!peer) throw new Error(`unknown peer "${kind}"`);
+  const socketPath = args[0]!;
+  const client: PeerClient = await peer.connect(socketPath);
+  switch (scenario) {
+    case 'rt':
+      tell(await roundTrips((n) => client.echo(n)));
+      break;
+    case 'stream': {
+      const m = streamMeter(Number(args[1]));
+      const count = Number(args[2]);
+      const size = Number(args[3]);
+      m.start();
+      await client.stream({ count, size }, (n) => m.onEvent(n));
+      tell(m.result());
+      break;
+    }
+    case 'fan': {
+      const count = Number(args[1]);
+      let events = 0;
+      let done!: () => void;
+      const all = new Promise<void>((r) => (done = r));
+      await client.subscribe(() => {
+        if (++events === count) done();
+      });
+      tell({ ready: true });
+      await all;
+      tell({ endMs: wallMs(), events });
+      break;
+    }
+    case 'trigger': {
+      const startMs = wallMs();
+      await client.broadcast({ count: Number(args[1]), size: Number(args[2]) });
+      tell({ startMs, queuedMs: wallMs() });
+      break;
+    }
+    default:
+      throw new Error(`unknown scenario "${scenario}"`);
+  }
+  client.close();
+}
+
+// ---- Astra, through AstraClient against a real daemon ----
+
+function connectAstra(home: string, name: string): Promise<AstraClient> {
+  return AstraClient.connect({ clientName: name, home, autoStart: false, reconnect: false });
+}
+
+/** Resolves when the turn's `turn.completed` arrives; counts command.output events and bytes (each event once: the Subscription dedups across session/lagged). */
+function countTurn(client: AstraClient, sessionId: string, sinceSeq: number, onOutput: (bytes: number) => void) {
+  let resolveDone!: (ev: SessionEvent) => void;
+  const done = new Promise<SessionEvent>((r) => (resolveDone = r));
+  const subscribed = client.subscribe(sessionId, {
+    sinceSeq,
+    onEvent: (ev) => {
+      if (ev.type === 'command.output') onOutput((ev.data as { data: Uint8Array }).data.length);
+      else if (ev.type === 'turn.completed') resolveDone(ev);
+    },
+  });
+  return { subscribed, done };
+}
+
+async function astraRole(scenario: string, args: string[]): Promise<void> {
+  const home = args[0]!;
+  switch (scenario) {
+    case 'rt': {
+      const client = await connectAstra(home, 'bench-rt');
+      tell(await roundTrips(() => client.ping()));
+      await client.close();
+      return;
+    }
+    case 'stream': {
+      // args: engine text
+      const [engine, text] = [args[1]!, args[2]!];
+      const client = await connectAstra(home, 'bench-stream');
+      const { session } = await client.session.create({ title: 'bench stream', engine, approvalPolicy: 'auto' });
+      await client.acquireController(session.id);
+      const m = streamMeter(client.daemonPid);
+      const { subscribed, done } = countTurn(client, session.id, session.headSeq, (n) => m.onEvent(n));
+      await subscribed;
+      m.start();
+      await client.turn.start({ sessionId: session.id, input: { text } });
+      const completed = await done;
+      tell({ ...m.result(), status: String((completed.data as { status?: unknown }).status) });
+      await client.close();
+      return;
+    }
+    case 'fan': {
+      // args: sessionId sinceSeq — reports when the turn's turn.completed arrives.
+      const client = await connectAstra(home, 'bench-observer');
+      let events = 0;
+      const { subscribed, done } = countTurn(client, args[1]!, Number(args[2]), () => events++);
+      await subscribed;
+      tell({ ready: true });
+      await done;
+      tell({ endMs: wallMs(), events });
+      await client.close();
+      return;
+    }
+    case 'idle': {
+      // args: n — holds n idle connections until killed.
+      const n = Number(args[1]);
+      const clients: AstraClient[] = [];
+      for (let i = 0; i < n; i++) clients.push(await AstraClient.connect({ clientName: `bench-idle-${i}`, home, autoStart: false, reconnect: false, pingIntervalMs: 0 }));
+      tell({ ready: true, connections: clients.length });
+      await new Promise(() => {});
+      return;
+    }
+    case 'observe': {
+      // args: sessionId — subscribes, then is SIGSTOPped by the suite; never reads again until SIGCONT.
+      const client = await connectAstra(home, 'bench-stopped-observer');
+      const sub = await client.subscribe(args[1]!, { sinceSeq: Number(args[2]), onEvent: () => {} });
+      tell({ ready: true, headSeq: sub.headSeq });
+      await new Promise(() => {});
+      return;
+    }
+    default:
+      throw new Error(`unknown astra scenario "${scenario}"`);
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [role, a, b, ...rest] = argv;
+  if (role === 'serve') {
+    await PEERS[a!]!.serve(b!);
+    tell({ ready: true, pid: process.pid });
+    return; // the server runs until killed
+  }
+  if (role === 'peer') await peerRole(a!, b!, rest);
+  else if (role === 'astra') await astraRole(a!, [b!, ...rest]);
+  else throw new Error(`unknown role "${role}"`);
+  process.exit(0);
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  tell({ error: e instanceof Error ? `${e.message}` : String(e) });
+  process.exit(1);
+});

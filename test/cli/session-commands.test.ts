@@ -1,0 +1,183 @@
+// `astra new`, `sessions`, `send`, `cancel`, `take` against a real daemon, a temp ASTRA_HOME each.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLI, cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup(): { home: string; env: NodeJS.ProcessEnv } {
+  const home = makeHome('scli');
+  cleanups.push(() => cleanupHome(home));
+  return { home, env: envFor(home) };
+}
+
+/** `astra <args>` left running, with its output collected; killed by pid after the test. */
+function startCli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  cleanups.push(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, out: () => out, err: () => err, exited };
+}
+
+async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<string> {
+  const r = await runCli(['new', ...args], env);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return r.stdout.trim();
+}
+
+async function listJson(env: NodeJS.ProcessEnv): Promise<Record<string, unknown>[]> {
+  const r = await runCli(['sessions', '--json'], env);
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout) as Record<string, unknown>[];
+}
+
+describe('astra new and sessions', () => {
+  it('new prints only the id, and sessions --json lists it with what was asked for', async () => {
+    const { home, env } = setup();
+    const dir = fs.mkdtempSync(path.join(home, 'work-'));
+    const r = await runCli(['new', '--title', 'first one', '--cwd', dir, '--approval', 'auto'], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ses_[\w-]+\n$/);
+    const id = r.stdout.trim();
+    const second = await newSession(env);
+
+    const list = await listJson(env);
+    expect(list.map((s) => s.id).sort()).toEqual([id, second].sort());
+    expect(list.find((s) => s.id === id)).toMatchObject({ id, title: 'first one', cwd: dir, approvalPolicy: 'auto', state: 'idle', observers: 0 });
+    expect(list.find((s) => s.id === second)).toMatchObject({ approvalPolicy: 'ask', cwd: process.cwd() });
+
+    const table = await runCli(['sessions'], env);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^ID\s+TITLE\s+STATE\s+CONTROLLER\s+OBSERVERS\s+LAST ACTIVITY$/m);
+    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+first one\\s+idle\\s+-\\s+0\\s+\\d+s ago$`, 'm'));
+  });
+
+  it('a bad --approval value is a usage error that creates nothing', async () => {
+    const { env } = setup();
+    const r = await runCli(['new', '--approval', 'sometimes'], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/Allowed choices are ask, auto/);
+    expect(await listJson(env)).toEqual([]);
+  });
+});
+
+describe('astra send', () => {
+  it('--wait exits with the command\'s exit code and passes its stdout and stderr through', async () => {
+    const { env } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    const r = await runCli(['send', id, `sh -c 'echo out; echo err >&2; exit 3'`, '--wait'], env);
+    expect(r.stdout).toBe('out\n');
+    expect(r.stderr).toBe('err\n');
+    expect(r.code).toBe(3);
+    // The lease was released: control is free again.
+    expect((await listJson(env))[0]!.controller).toBeUndefined();
+  });
+
+  it('--wait --json prints the turn\'s events as JSON lines, output as text; a unique id prefix is enough', async () => {
+    const { env } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    const r = await runCli(['send', id.slice(0, 10), 'printf "a\\nb"', '--wait', '--json'], env);
+    expect(r.code).toBe(0);
+    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; sessionId: string; data: Record<string, unknown> });
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['turn.started', 'command.started', 'command.output', 'command.completed', 'turn.completed']));
+    expect(events.every((e) => e.sessionId === id)).toBe(true);
+    const output = events.filter((e) => e.type === 'command.output').map((e) => e.data.data).join('');
+    expect(output).toBe('a\nb');
+    expect(events.at(-1)).toMatchObject({ type: 'turn.completed', data: { status: 'completed', exitCode: 0 } });
+  });
+
+  it('on an ask session it needs --yes: without, it says so and exits non-zero; with, it runs', async () => {
+    const { env } = setup();
+    const id = await newSession(env);
+    const refused = await runCli(['send', id, 'echo never', '--wait'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/approval needed: .*astra attach ses_\w+.*or pass --yes/);
+    // The turn waits for an approval; control is free for whoever attaches to give it.
+    const waiting = (await listJson(env))[0]!;
+    expect(waiting.runningTurnId).toEqual(expect.any(String));
+    expect(waiting.controller).toBeUndefined();
+
+    const cancelled = await runCli(['cancel', id, '--wait'], env);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toMatch(/turn cancelled/);
+
+    const yes = await runCli(['send', id, 'echo approved', '--wait', '--yes'], env);
+    expect(yes.stderr).toBe('');
+    expect(yes.stdout).toBe('approved\n');
+    expect(yes.code).toBe(0);
+  });
+
+  it('fails with lease_held naming the holder while another client controls; take frees control and the holder is told', async () => {
+    const { env } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    // A non-terminal attach: no footer, plain lines.
+    const holder = startCli(['attach', id], env);
+    await waitFor('the attach to take control', async () => ((await listJson(env))[0]!.controller ? true : undefined));
+    expect(holder.out()).not.toMatch(/\x1b\[/);
+
+    const r = await runCli(['send', id, 'echo hi', '--wait'], env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`lease_held: session ${id} is controlled by astra attach \\(pid ${holder.child.pid}\\).*astra take ${id}`));
+
+    const take = await runCli(['take', id], env);
+    expect(take.code).toBe(0);
+    expect(take.stdout).toMatch(new RegExp(`took control of ${id} from astra attach \\(pid ${holder.child.pid}\\); control is now free`));
+    await waitFor('the attach to be told', () => /control taken over by astra take \(pid \d+\); now observing/.test(holder.out()) || undefined);
+
+    const sent = await runCli(['send', id, 'echo hi', '--wait'], env);
+    expect(sent.stdout).toBe('hi\n');
+    expect(sent.code).toBe(0);
+    // The attached observer streamed it too.
+    await waitFor('the observer to see the output', () => /^hi$/m.test(holder.out()) || undefined);
+
+    holder.child.stdin!.end(); // end of input detaches
+    expect(await holder.exited).toBe(0);
+    expect(holder.out()).toMatch(/detached from ses_\w+ \(end of input\)/);
+  });
+
+  it('cancel stops a running turn and send --wait then exits 130; send without --wait prints the turn id', async () => {
+    const { env } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    const waiting = startCli(['send', id, 'echo started; sleep 30', '--wait'], env);
+    await waitFor('the command to start', () => waiting.out().includes('started\n') || undefined);
+
+    const c = await runCli(['cancel', id, '--wait'], env);
+    expect(c.code).toBe(0);
+    expect(c.stdout).toMatch(/^cancelling turn turn_\w+ of ses_\w+$/m);
+    expect(c.stdout).toMatch(/^turn cancelled/m);
+    expect(await waiting.exited).toBe(130);
+    expect(waiting.err()).toMatch(/turn cancelled/);
+
+    const nothing = await runCli(['cancel', id], env);
+    expect(nothing.code).toBe(0);
+    expect(nothing.stdout).toMatch(/no turn is running/);
+
+    const bg = await runCli(['send', id, 'echo bg'], env);
+    expect(bg.code).toBe(0);
+    expect(bg.stdout).toMatch(/^turn_[\w-]+\n$/);
+  });
+
+  it('names an unknown or ambiguous session clearly', async () => {
+    const { env } = setup();
+    const missing = await runCli(['send', 'ses_nope', 'true'], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no session matches "ses_nope".*astra sessions/);
+    await newSession(env);
+    await newSession(env);
+    const ambiguous = await runCli(['attach', 'ses_'], env);
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toMatch(/"ses_" matches 2 sessions .*type more of the id/);
+  });
+});

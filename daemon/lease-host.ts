@@ -82,6 +82,8 @@ export class LeaseHost {
     if (peer.info?.pid !== undefined) holder.pid = peer.info.pid;
     const granted = this.leases.acquire(sessionId, holder, opts);
     await this.apply(granted.changes);
+    // Acquiring again is also how a controller asks for approvals it could not answer before.
+    if (granted.idempotent) for (const a of this.runtime.pendingApprovals(sessionId)) this.offerApproval(a);
     return { sessionId, epoch: granted.epoch, resumeToken: granted.resumeToken, graceMs: granted.graceMs };
   }
 
@@ -140,7 +142,8 @@ export class LeaseHost {
     }
     if (changes.length) this.saveHeld();
     for (const change of changes) {
-      if (change.revoked) {
+      // The releaser knows it released; everyone else who lost control is told.
+      if (change.revoked && change.revoked.reason !== 'released') {
         this.opts.findPeer(change.revoked.connectionId)?.notify('lease/revoked', {
           sessionId: change.sessionId,
           reason: change.revoked.reason,

@@ -133,7 +133,8 @@ export function opt<T>(inner: Schema<T>): OptionalSchema<T> {
     optional: true,
     inner,
     check: (v, path) => (v === undefined || v === null ? undefined : inner.check(v, path)),
-    json: () => inner.json(),
+    // Absent and nil mean the same for an optional field.
+    json: () => ({ anyOf: [inner.json(), { type: 'null' }] }),
   };
 }
 
@@ -228,7 +229,11 @@ export function checkPlainValue(value: unknown, path = '$', depth = 0): { kind: 
     case 'undefined':
       return undefined;
     case 'number':
-      return Number.isNaN(value) ? { kind: 'invalid', detail: `${path} is NaN` } : undefined;
+      if (Number.isNaN(value)) return { kind: 'invalid', detail: `${path} is NaN` };
+      // Integers are exact only up to ±(2^53-1); anything past that would silently lose digits.
+      if (Number.isInteger(value) && !Number.isSafeInteger(value))
+        return { kind: 'invalid', detail: `${path} is an integer outside the safe range (±2^53)` };
+      return undefined;
     case 'bigint':
       return { kind: 'invalid', detail: `${path} is an integer outside the safe range (±2^53)` };
     case 'object': {

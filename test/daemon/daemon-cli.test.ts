@@ -88,7 +88,7 @@ describe('astra daemon status/start/stop', () => {
   it('files are private: runtime dir 0700, record 0600, socket 0600, and the token is in no log line', async () => {
     const h = home();
     const env = envFor(h);
-    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    expect(await runCli(['daemon', 'start'], env)).toMatchObject({ code: 0 });
     const record = readRecordFile(h)!;
     const mode = (p: string) => fs.statSync(p).mode & 0o777;
     expect(mode(path.join(h, 'run'))).toBe(0o700);
@@ -145,7 +145,7 @@ describe('astra daemon status/start/stop', () => {
   it('SIGTERM makes the daemon exit 0 with its record and socket removed', async () => {
     const h = home();
     const env = envFor(h);
-    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    expect(await runCli(['daemon', 'start'], env)).toMatchObject({ code: 0 });
     const record = readRecordFile(h)!;
     process.kill(record.pid, 'SIGTERM');
     await waitFor('daemon exit', () => !isAlive(record.pid));
@@ -159,7 +159,7 @@ describe('astra daemon status/start/stop', () => {
   it('stop --force kills a daemon that cannot answer (stopped with SIGSTOP)', async () => {
     const h = home();
     const env = envFor(h);
-    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    expect(await runCli(['daemon', 'start'], env)).toMatchObject({ code: 0 });
     const record = readRecordFile(h)!;
     process.kill(record.pid, 'SIGSTOP');
     try {
@@ -175,7 +175,7 @@ describe('astra daemon status/start/stop', () => {
   it('restart gives a new instance', async () => {
     const h = home();
     const env = envFor(h);
-    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    expect(await runCli(['daemon', 'start'], env)).toMatchObject({ code: 0 });
     const before = readRecordFile(h)!;
     const r = await runCli(['daemon', 'restart'], env);
     expect(r.code).toBe(0);

@@ -34,7 +34,8 @@ export class AttachView {
   private partial = '';
   private partialTimer: NodeJS.Timeout | undefined;
   private footer: Footer = { status: '', statusColour: 'gray', promptPrefix: '', input: '' };
-  private footerDrawn = false;
+  /** Visible widths of the footer lines on screen, to erase them even after a resize rewrapped them. */
+  private drawn: { status: number; prompt: number } | undefined;
   private scheduled = false;
   private closed = false;
   private readonly onResize = (): void => this.schedule();
@@ -92,7 +93,7 @@ export class AttachView {
   /** Draws everything again (Ctrl-L). */
   redraw(): void {
     if (this.tty && !this.closed) this.stdout.write('\x1b[2J\x1b[H');
-    this.footerDrawn = false;
+    this.drawn = undefined;
     this.schedule();
   }
 
@@ -126,26 +127,33 @@ export class AttachView {
 
   private flush(drawFooter: boolean): void {
     let s = '';
-    // Cursor sits at the end of the prompt line: clear it, go up, clear the status line.
-    if (this.tty && this.footerDrawn) s += '\r\x1b[2K\x1b[1A\r\x1b[2K';
-    this.footerDrawn = false;
+    if (this.tty && this.drawn) {
+      // The cursor sits at the end of the prompt. Terminals that reflow on resize (most do, tmux
+      // too) may have wrapped the footer over more rows: go up to where the status line starts now.
+      const cols = Math.max(1, this.stdout.columns || 80);
+      const rows = (n: number) => Math.max(1, Math.ceil(n / cols));
+      const up = rows(this.drawn.prompt) - 1 + rows(this.drawn.status);
+      s += `\r\x1b[${up}A\x1b[J`;
+    }
+    this.drawn = undefined;
     s += this.pending;
     this.pending = '';
-    if (this.tty && drawFooter) {
-      s += this.renderFooter();
-      this.footerDrawn = true;
-    }
+    if (this.tty && drawFooter) s += this.renderFooter();
     if (s) this.stdout.write(s);
   }
 
   private renderFooter(): string {
+    // One column spare: a line that fills the width would leave the cursor in a pending wrap.
     const width = Math.max(10, (this.stdout.columns || 80) - 1);
-    const status = fit(this.footer.status, width).padEnd(width);
+    // Not padded to the width: the shorter the line, the less a narrower window rewraps it.
+    const status = fit(this.footer.status, width);
     const statusLine = this.color ? `\x1b[${SGR[this.footer.statusColour]}m${status}\x1b[0m` : status;
-    const room = width - visibleLength(this.footer.promptPrefix);
+    const prefixLength = visibleLength(this.footer.promptPrefix);
+    const room = width - prefixLength;
     const input = this.footer.input;
     // Long input scrolls: the end the user is typing at stays visible.
     const shown = room <= 1 ? '' : input.length < room ? input : `…${input.slice(input.length - room + 2)}`;
+    this.drawn = { status: status.length, prompt: prefixLength + shown.length };
     return `${statusLine}\n${this.footer.promptPrefix}${shown}`;
   }
 }

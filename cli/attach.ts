@@ -135,10 +135,10 @@ class Attach {
         this.notice(`connection to the daemon lost${daemonShuttingDown ? ' (it is shutting down)' : ''}; reconnecting…`, 'yellow');
         this.refresh();
       }),
-      c.on('daemonRestarted', ({ daemonPid }) => this.notice(`the daemon restarted (now pid ${daemonPid})`, 'yellow')),
-      c.on('reconnected', ({ daemonRestarted }) => {
+      // daemonRestarted comes just before reconnected, which says it in the same line.
+      c.on('reconnected', ({ daemonRestarted, daemonPid }) => {
         this.connection = 'connected';
-        this.notice(`reconnected${daemonRestarted ? ' to the new daemon' : ''}${this.isController ? '; still the controller' : ''}`, 'green');
+        this.notice(`reconnected${daemonRestarted ? ` to a restarted daemon (pid ${daemonPid})` : ''}${this.isController ? '; still the controller' : ''}`, 'green');
         this.refresh();
       }),
       c.on('leaseLost', ({ sessionId, reason }) => {
@@ -460,7 +460,8 @@ class Attach {
     const conn = this.connection === 'reconnecting' ? ' │ reconnecting…' : this.live ? '' : ' │ replaying…';
     if (this.connection === 'reconnecting') colour = 'red';
     const keys = me ? (this.runningTurnId ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach') : 'Ctrl-T take · Ctrl-D detach';
-    const status = ` astra ${this.id} "${this.title}" │ ${role} │ ${turn}${conn} │ ${keys}`;
+    const title = this.title.length > 24 ? `${this.title.slice(0, 23)}…` : this.title;
+    const status = ` astra ${this.id}${title ? ` "${title}"` : ''} │ ${role} │ ${turn}${conn} │ ${keys}`;
     let promptPrefix: string;
     if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', `approve \`${this.approval.request.command}\`? [y/n] `);
     else if (me) promptPrefix = paint(this.view.color, 'bold', '❯ ');

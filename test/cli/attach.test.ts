@@ -153,3 +153,25 @@ describe('astra attach in two terminals', () => {
     expect(tmux.screen('o')).not.toMatch(/you took control|you control/);
   });
 });
+
+describe('astra attach across daemon trouble', () => {
+  it('a daemon restart is a one-line notice; the view reconnects, keeps control and goes on', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', 'echo before', true);
+    await tmux.waitScreen('a', /^before$/m);
+
+    const r = await runCli(['daemon', 'restart'], env);
+    expect(r.code).toBe(0);
+    await tmux.waitScreen('a', /connection to the daemon lost[^\n]*; reconnecting…/);
+    await tmux.waitScreen('a', /reconnected to a restarted daemon \(pid \d+\); still the controller/);
+    await tmux.waitStatus('a', /you control this session │ idle │/);
+
+    tmux.type('a', 'echo after', true);
+    const screen = await tmux.waitScreen('a', /^after$/m);
+    // The history is not shown twice after resubscribing.
+    expect(screen.match(/^before$/gm)).toHaveLength(1);
+  });
+});

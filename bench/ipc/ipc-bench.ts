@@ -151,15 +151,17 @@ function serve(kind: string, socketPath: string): void {
       return;
     }
     const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxRequestBytes, maxOutgoingBytes: LIMITS.maxFrameBytes });
-    conn.onRequest(async (method, params) => {
-      if (method === 'echo') return params;
-      const count = (params as { count: number }).count;
+    let drained: (() => void) | undefined;
+    conn.onDrain(() => drained?.());
+    const stream = async (count: number) => {
       for (let i = 1; i <= count; i++) {
         conn.notify('session/event', event(i));
-        if (conn.queuedBytes >= HWM) await pace(() => conn.queuedBytes, () => new Promise<void>((r) => conn.onDrain(r)));
+        if (conn.queuedBytes >= HWM) await pace(() => conn.queuedBytes, () => new Promise<void>((r) => (drained = r)));
       }
       return { sent: count };
-    });
+    };
+    // Echo answers synchronously, like the bare server; only the stream is async.
+    conn.onRequest((method, params) => (method === 'echo' ? params : stream((params as { count: number }).count)));
   });
   server.listen(socketPath, () => process.stdout.write('ready\n'));
 }
@@ -295,7 +297,7 @@ export async function runIpcBench(log: (line: string) => void = (l) => console.l
 
 const argv = process.argv;
 if (argv[1] && path.resolve(argv[1]) === fileURLToPath(import.meta.url)) {
-  if (argv[2] === '--serve') serve(argv[3]!, argv[4]!);
+  if (argv[2] === '--serve') { process.on('SIGINT', () => process.exit(0)); serve(argv[3]!, argv[4]!); }
   else
     runIpcBench().then(
       () => process.exit(0),

@@ -190,6 +190,8 @@ class Attach {
       case 'turn.completed':
         if (this.runningTurnId === event.data.turnId) this.runningTurnId = undefined;
         this.cancelRequested = false;
+        // A turn cancelled while it waited for approval takes its question with it.
+        if (this.approval?.request.turnId === event.data.turnId) this.dropApproval(new AstraError('not_found', 'the turn ended'));
         break;
       case 'lease.changed':
         this.controller = event.data.holder;

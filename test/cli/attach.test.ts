@@ -20,7 +20,7 @@ function setup(): { home: string; env: NodeJS.ProcessEnv; tmux: Tmux } {
   return { home, env, tmux };
 }
 
-async function newSession(env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
+async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<string> {
   const r = await runCli(['new', ...args], env);
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
@@ -132,7 +132,7 @@ describe('astra attach in two terminals', () => {
 
   it('Ctrl-C cancels the running turn, --observe never takes control, --take does', async () => {
     const { env, tmux } = setup();
-    const id = await newSession(env, ['--approval', 'auto']);
+    const id = await newSession(env);
 
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
@@ -140,11 +140,23 @@ describe('astra attach in two terminals', () => {
     await tmux.waitStatus('o', /observing — controlled by/);
 
     tmux.type('a', 'echo begin; sleep 30', true);
+    await tmux.waitScreen('a', /\[y\/n\]/);
+    tmux.type('a', 'y');
     await tmux.waitScreen('a', /^begin$/m);
     tmux.key('a', 'C-c');
     await tmux.waitScreen('a', /cancelling the turn/);
     await tmux.waitScreen('o', /turn cancelled/);
     await tmux.waitStatus('a', /│ idle │/);
+
+    // Ctrl-C at an approval prompt cancels the turn, and the prompt goes with it.
+    tmux.type('a', 'echo never', true);
+    await tmux.waitStatus('a', /approval needed/);
+    tmux.key('a', 'C-c');
+    await tmux.waitScreen('o', /turn cancelled[\s\S]*turn cancelled/);
+    await tmux.waitStatus('a', /│ idle │/);
+    expect(tmux.screen('a')).not.toMatch(/^never$/m);
+    tmux.type('a', 'abc');
+    await tmux.waitScreen('a', /❯ abc$/);
 
     tmux.start('t', ['attach', '--take', id]);
     await tmux.waitStatus('t', /you control this session/);

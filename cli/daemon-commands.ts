@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';
-import { isProcessAlive, readRecord, removeRecordIfOwned, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
-import { connectOrSpawn, handshake } from '../client/connect.js';
+import { isProcessAlive, removeRecordIfOwned, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
+import { connectOrSpawn, handshake, isNoDaemonError, readUsableRecord } from '../client/connect.js';
 import { parseDuration } from '../daemon/duration.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
 import { CLI_VERSION, ExitCode, fail, style, type Output } from './output.js';
@@ -17,22 +17,13 @@ interface RunningDaemon {
 
 /** Asks a running daemon for its status; never starts one. */
 async function queryRunning(env: NodeJS.ProcessEnv): Promise<RunningDaemon | undefined> {
-  const paths = resolvePaths(env);
-  let record: DiscoveryRecord | undefined;
-  try {
-    record = readRecord(paths.recordPath);
-  } catch (e) {
-    if (e instanceof AstraError && e.reason === 'invalid_record') return undefined;
-    throw e;
-  }
+  const record = readUsableRecord(resolvePaths(env).recordPath);
   if (!record) return undefined;
   let connected;
   try {
     connected = await handshake(record, { ...CLIENT, requestTimeoutMs: 5_000 });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ECONNRESET') return undefined;
-    if (e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'shutting_down')) return undefined;
+    if (isNoDaemonError(e)) return undefined;
     throw e;
   }
   try {
@@ -103,12 +94,7 @@ function looksLikeDaemon(pid: number): boolean {
 
 export async function stopDaemon(out: Output, env: NodeJS.ProcessEnv, opts: { force?: boolean; timeoutMs: number }): Promise<number> {
   const paths = resolvePaths(env);
-  let record: DiscoveryRecord | undefined;
-  try {
-    record = readRecord(paths.recordPath);
-  } catch (e) {
-    if (!(e instanceof AstraError && e.reason === 'invalid_record')) throw e;
-  }
+  const record = readUsableRecord(paths.recordPath);
   if (!record || !isProcessAlive(record.pid)) {
     out.stdout('no daemon is running');
     if (record) removeRecordIfOwned(paths.recordPath, record.instanceId);

@@ -62,9 +62,21 @@ export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
   throw new AstraError('spawn_failed', `cannot find the daemon entry point (looked at ${candidates.join(', ')}); run npm run build`);
 }
 
-function isNoDaemonError(e: unknown): boolean {
+/** The connect or handshake failed because nobody (alive) serves the endpoint. */
+export function isNoDaemonError(e: unknown): boolean {
+  if (e instanceof AstraError) return e.reason === 'connection_closed' || e.reason === 'shutting_down';
   const code = (e as NodeJS.ErrnoException).code;
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ENOTSOCK' || code === 'EPIPE' || code === 'ECONNRESET';
+}
+
+/** The discovery record, or undefined when there is none or it is malformed (the next daemon overwrites it). */
+export function readUsableRecord(recordPath: string): DiscoveryRecord | undefined {
+  try {
+    return readRecord(recordPath);
+  } catch (e) {
+    if (e instanceof AstraError && e.reason === 'invalid_record') return undefined;
+    throw e;
+  }
 }
 
 function openSocket(endpoint: string, timeoutMs: number): Promise<net.Socket> {
@@ -117,21 +129,13 @@ export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): 
 
 /** Reads the record and connects; undefined when no daemon answers there. */
 async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Connected | undefined> {
-  let record: DiscoveryRecord | undefined;
-  try {
-    record = readRecord(paths.recordPath);
-  } catch (e) {
-    // A malformed record is as good as none: the next daemon overwrites it.
-    if (e instanceof AstraError && e.reason === 'invalid_record') return undefined;
-    throw e;
-  }
+  const record = readUsableRecord(paths.recordPath);
   if (!record) return undefined;
   try {
     const { conn, init } = await handshake(record, opts);
     return { conn, init, record, paths, spawned: false };
   } catch (e) {
     if (isNoDaemonError(e)) return undefined;
-    if (e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'shutting_down')) return undefined;
     throw e;
   }
 }

@@ -120,6 +120,7 @@ export class Daemon {
   private selfCheckTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
   private replaced = false;
+  private malformedRecordChecks = 0;
   private readonly exitListeners: ((reason: StopReason) => void)[] = [];
 
   constructor(opts: DaemonOptions = {}) {
@@ -541,8 +542,15 @@ export class Daemon {
     let record: DiscoveryRecord | undefined;
     try {
       record = readRecord(this.paths.recordPath);
-    } catch {
-      record = undefined;
+      this.malformedRecordChecks = 0;
+    } catch (e) {
+      // Possibly caught mid-write by someone else: look again next time, and only put our own
+      // record back when it stays unreadable.
+      if (++this.malformedRecordChecks < 3) return;
+      this.log.warn({ err: e }, 'the discovery record is unreadable; writing it again');
+      this.malformedRecordChecks = 0;
+      this.publishRecord();
+      return;
     }
     if (record && record.instanceId !== this.instanceId) {
       this.log.warn({ other: record.instanceId }, 'the discovery record names another instance; exiting');

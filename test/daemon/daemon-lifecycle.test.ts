@@ -184,7 +184,10 @@ describe('staying true and idle exit', () => {
   it('exits when the record is overwritten by another instance', async () => {
     const h = home();
     const rec = await startDaemon(h, fast);
-    fs.writeFileSync(recordPath(h), JSON.stringify({ ...rec, instanceId: 'another-instance' }), { mode: 0o600 });
+    // Another instance writes its record the way daemons do: atomically.
+    const tmp = `${recordPath(h)}.other.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ ...rec, instanceId: 'another-instance' }), { mode: 0o600 });
+    fs.renameSync(tmp, recordPath(h));
     await waitFor('daemon exit', () => !isAlive(rec.pid), 10_000);
     // It must not remove the other instance's record.
     expect(readRecordFile(h)!.instanceId).toBe('another-instance');

@@ -222,6 +222,38 @@ export const MAX_NESTING = 64;
  * outside the safe range, or nesting deeper than MAX_NESTING.
  */
 export function checkPlainValue(value: unknown, path = '$', depth = 0): { kind: 'forbidden_key' | 'invalid'; detail: string } | undefined {
+  // Every frame passes here: answer the common case without building path strings.
+  if (depth === 0 && isPlainValue(value, 0)) return undefined;
+  return describePlainValue(value, path, depth);
+}
+
+function isPlainValue(value: unknown, depth: number): boolean {
+  if (depth > MAX_NESTING) return false;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+      return true;
+    case 'number':
+      return !Number.isNaN(value) && (!Number.isInteger(value) || Number.isSafeInteger(value));
+    case 'object': {
+      if (value === null || value instanceof Uint8Array) return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isPlainValue(value[i], depth + 1)) return false;
+        return true;
+      }
+      if (!isPlainObject(value)) return false;
+      for (const key in value) {
+        if (FORBIDDEN_KEYS.has(key) || !isPlainValue(value[key], depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+function describePlainValue(value: unknown, path: string, depth: number): { kind: 'forbidden_key' | 'invalid'; detail: string } | undefined {
   if (depth > MAX_NESTING) return { kind: 'invalid', detail: `${path} nests deeper than ${MAX_NESTING} levels` };
   switch (typeof value) {
     case 'string':
@@ -240,7 +272,7 @@ export function checkPlainValue(value: unknown, path = '$', depth = 0): { kind: 
       if (value === null || value instanceof Uint8Array) return undefined;
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) {
-          const p = checkPlainValue(value[i], `${path}[${i}]`, depth + 1);
+          const p = describePlainValue(value[i], `${path}[${i}]`, depth + 1);
           if (p) return p;
         }
         return undefined;
@@ -249,7 +281,7 @@ export function checkPlainValue(value: unknown, path = '$', depth = 0): { kind: 
         return { kind: 'invalid', detail: `${path} is an unsupported MessagePack type (extension types are not part of the protocol)` };
       for (const key of Object.keys(value)) {
         if (FORBIDDEN_KEYS.has(key)) return { kind: 'forbidden_key', detail: `${path} has the forbidden key "${key}"` };
-        const p = checkPlainValue(value[key], `${path}.${key}`, depth + 1);
+        const p = describePlainValue(value[key], `${path}.${key}`, depth + 1);
         if (p) return p;
       }
       return undefined;

@@ -29,7 +29,7 @@ async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<
 
 async function sessionJson(env: NodeJS.ProcessEnv, id: string): Promise<Record<string, unknown>> {
   const r = await runCli(['sessions', '--json'], env);
-  expect(r.code).toBe(0);
+  expect(r.code, r.stderr).toBe(0);
   const s = (JSON.parse(r.stdout) as Record<string, unknown>[]).find((x) => x.id === id);
   expect(s).toBeDefined();
   return s!;

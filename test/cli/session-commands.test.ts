@@ -39,7 +39,7 @@ async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<
 
 async function listJson(env: NodeJS.ProcessEnv): Promise<Record<string, unknown>[]> {
   const r = await runCli(['sessions', '--json'], env);
-  expect(r.code).toBe(0);
+  expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as Record<string, unknown>[];
 }
 

@@ -152,6 +152,8 @@ describe('astra send', () => {
     const id = await newSession(env, ['--approval', 'auto']);
     const waiting = startCli(['send', id, 'echo started; sleep 30', '--wait'], env);
     await waitFor('the command to start', () => waiting.out().includes('started\n') || undefined);
+    // send lets go of control once the turn is underway; its output can arrive a moment before that.
+    await waitFor('send to release control', async () => ((await listJson(env))[0]!.controller === undefined ? true : undefined));
 
     const c = await runCli(['cancel', id, '--wait'], env);
     expect(c.code).toBe(0);

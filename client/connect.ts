@@ -149,22 +149,37 @@ function lastLogLines(logFile: string, n = 15): string {
   }
 }
 
-/** Starts the daemon detached with its stdout/stderr in the log file. */
-export function spawnDaemon(paths: AstraPaths, env: NodeJS.ProcessEnv, args: string[] = []): { pid: number; exited: Promise<number | null> } {
+/**
+ * Starts the daemon detached with its stdout/stderr in the log file. `ready` resolves when the daemon
+ * says it answers (a line on fd 3), or when it exits or closes that pipe without saying so.
+ */
+export function spawnDaemon(
+  paths: AstraPaths,
+  env: NodeJS.ProcessEnv,
+  args: string[] = [],
+): { pid: number; exited: Promise<number | null>; ready: Promise<void> } {
   fs.mkdirSync(paths.logDir, { recursive: true, mode: 0o700 });
   const logFd = fs.openSync(paths.logFile, 'a', 0o600);
   try {
     const child = spawn(process.execPath, [daemonEntryPath(env), ...args], {
       detached: true,
-      stdio: ['ignore', logFd, logFd],
-      env,
+      stdio: ['ignore', logFd, logFd, 'pipe'],
+      env: { ...env, ASTRA_READY_FD: '3' },
     });
     const exited = new Promise<number | null>((resolve) => {
       child.once('exit', (code) => resolve(code));
       child.once('error', () => resolve(-1));
     });
+    const pipe = child.stdio[3] as NodeJS.ReadableStream & { destroy(): void };
+    const ready = new Promise<void>((resolve) => {
+      pipe.once('data', () => resolve());
+      pipe.once('end', () => resolve());
+      pipe.once('error', () => resolve());
+      void exited.then(() => resolve());
+    }).finally(() => pipe.destroy());
+    // The pipe keeps this process waiting until the daemon is ready; it is destroyed right after.
     child.unref();
-    return { pid: child.pid ?? -1, exited };
+    return { pid: child.pid ?? -1, exited, ready };
   } finally {
     fs.closeSync(logFd);
   }
@@ -194,7 +209,10 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
     const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
     let exitCode: number | null | undefined;
     void child.exited.then((code) => (exitCode = code));
-    for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([child.ready, new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+    clearTimeout(timer);
+    for (let delay = 5; Date.now() < deadline; delay = Math.min(delay * 2, 50)) {
       const c = await tryConnect(paths, opts);
       if (c) return { ...c, spawned: true };
       if (exitCode !== undefined && exitCode !== 0) {

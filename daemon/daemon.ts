@@ -520,14 +520,16 @@ export class Daemon {
   private housekeeping(): void {
     const now = this.now();
     for (const peer of this.peers.values()) {
-      if (peer.conn.queuedBytes > this.cfg.maxQueuedBytes) {
-        peer.overQueueSince ??= now;
-        if (now - peer.overQueueSince > this.cfg.slowConsumerMs) {
-          this.log.warn({ connectionId: peer.id, queuedBytes: peer.conn.queuedBytes }, 'slow consumer; closing');
-          peer.conn.destroy(new AstraError('slow_consumer', `the connection could not drain its queue for ${this.cfg.slowConsumerMs} ms`));
-        }
-      } else {
-        peer.overQueueSince = undefined;
+      // Not draining: bytes are queued and the queue has not shrunk since we started watching it.
+      // (A lagged subscriber stops adding, so a reader that does not read stays put.)
+      const queued = peer.conn.queuedBytes;
+      if (queued === 0 || peer.stuckQueueBytes === undefined || queued < peer.stuckQueueBytes) {
+        peer.stuckQueueBytes = queued === 0 ? undefined : queued;
+        peer.stuckSince = now;
+      } else if (now - peer.stuckSince > this.cfg.slowConsumerMs) {
+        this.log.warn({ connectionId: peer.id, queuedBytes: queued }, 'slow consumer; closing');
+        peer.conn.destroy(new AstraError('slow_consumer', `the connection could not drain its queue for ${this.cfg.slowConsumerMs} ms`));
+        continue;
       }
       if (peer.authenticated && now - peer.lastSeenAt > this.cfg.silentConnectionMs && peer.inFlight === 0) {
         this.log.warn({ connectionId: peer.id }, 'connection silent past the bound; closing');

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The daemon's entry point: `node dist/daemon/main.js [--idle-timeout <ms|10m>]`. Normally spawned
 // detached by a client or by `astra daemon start`, with stdout and stderr going to the log file.
+import fs from 'node:fs';
 import { AstraError } from '../protocol/index.js';
 import { resolvePaths } from '../discovery/index.js';
 import { createDaemon } from './daemon.js';
@@ -19,6 +20,18 @@ function parseArgs(argv: string[]): { idleTimeoutMs?: number } {
   return out;
 }
 
+/** Tells the process that spawned us (client/connect.ts) that we answer now: one line on ASTRA_READY_FD. */
+function signalReady(env: NodeJS.ProcessEnv): void {
+  const fd = Number(env.ASTRA_READY_FD);
+  if (!Number.isInteger(fd) || fd < 3) return;
+  try {
+    fs.writeSync(fd, 'ready\n');
+    fs.closeSync(fd);
+  } catch {
+    // The spawner went away; it will find us through the record.
+  }
+}
+
 export async function runDaemon(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const paths = resolvePaths(env);
   const log = createLogger(paths.logFile, logLevelFrom(env));
@@ -32,6 +45,7 @@ export async function runDaemon(argv: string[], env: NodeJS.ProcessEnv = process
     const args = parseArgs(argv);
     daemon = createDaemon({ paths, env, logger: log, ...args });
     if (!(await daemon.start())) return 0;
+    signalReady(env);
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     log.fatal({ err: e }, 'daemon failed to start');

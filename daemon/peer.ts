@@ -17,8 +17,9 @@ export class Peer {
   initialized = false;
   inFlight = 0;
   lastSeenAt: number;
-  /** Since when the outbound queue has been over its bound (slow-consumer detection). */
-  overQueueSince: number | undefined;
+  /** Slow-consumer detection: the queue size when it last shrank, and when that was. */
+  stuckQueueBytes: number | undefined;
+  stuckSince = 0;
   readonly mutedNotifications = new Set<string>();
 
   constructor(id: string, conn: Connection, now: number) {

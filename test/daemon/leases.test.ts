@@ -1,5 +1,6 @@
 // Many clients, one writer (DESIGN.md §6, §7): real daemon, real client processes.
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
 import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
@@ -230,6 +231,47 @@ describe('leases over the wire', () => {
   });
 });
 
+describe('controller loss options and status', () => {
+  it("with onControllerLost 'continue' the turn outlives the grace; status shows the grace, the running turn and the pending approval", async () => {
+    const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '1500' });
+    const ctl = await driver('controller');
+    const obs = await driver('observer');
+    const keep = await ctl.call('session/create', { approvalPolicy: 'auto', onControllerLost: 'continue' });
+    const ask = await ctl.call('session/create', { approvalPolicy: 'ask' });
+    const keepId = keep.session.id as string;
+    const askId = ask.session.id as string;
+    await obs.call('session/subscribe', { sessionId: keepId });
+    const l1 = await ctl.call('lease/acquire', { sessionId: keepId });
+    const l2 = await ctl.call('lease/acquire', { sessionId: askId });
+    const { turnId } = await ctl.call('turn/start', { sessionId: keepId, epoch: l1.epoch, input: { text: 'sleep 3; echo survived' }, idempotencyKey: 'a' });
+    await ctl.call('turn/start', { sessionId: askId, epoch: l2.epoch, input: { text: 'echo never' }, idempotencyKey: 'b' });
+    await ctl.next((l) => l.approvalRequest !== undefined);
+    ctl.kill('SIGKILL');
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'grace');
+    const status = await obs.call('daemon/status');
+    const k = status.sessions.find((x: Line) => x.id === keepId);
+    const a = status.sessions.find((x: Line) => x.id === askId);
+    expect(k).toMatchObject({ runningTurnId: turnId, observers: 1, controller: { clientName: 'controller' } });
+    expect(k.controller.graceUntil).toBeGreaterThan(Date.now());
+    expect(a.pendingApprovals).toBe(1);
+    expect(a.runningTurnId).toEqual(expect.any(String));
+    await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'expired');
+    const done = await obs.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed', 15_000);
+    expect(done.params.data).toMatchObject({ turnId, status: 'completed', exitCode: 0 });
+    expect(output(obs.events(keepId))).toBe('survived\n');
+  });
+
+  it('connected clients are told daemon/shuttingDown when the daemon stops', async () => {
+    const { driver, env } = await setup();
+    const d = await driver('watcher');
+    const r = await runCli(['daemon', 'stop'], env);
+    expect(r.code).toBe(0);
+    const note = await d.next((l) => l.note === 'daemon/shuttingDown');
+    expect(note.params.reason).toMatch(/astra daemon stop/);
+    await d.next((l) => l.closed === true);
+  });
+});
+
 describe('slow clients', () => {
   it('an observer stopped with SIGSTOP during a 50,000-event flood: bounded daemon memory, others get everything, the stopped one lags and catches up exactly once', async () => {
     const { driver, env } = await setup({ ASTRA_MAX_QUEUED_BYTES: String(2 * 1024 * 1024) });
@@ -282,7 +324,33 @@ describe('slow clients', () => {
       }
     }
   });
+
+  it('a connection that cannot drain for the bound is closed as slow_consumer; the others go on', async () => {
+    const { driver, env } = await setup({ ASTRA_MAX_QUEUED_BYTES: String(256 * 1024), ASTRA_SLOW_CONSUMER_MS: '1000' });
+    const ctl = await driver('controller');
+    const { session } = await ctl.call('session/create', { engine: 'synthetic', approvalPolicy: 'auto' });
+    const sessionId = session.id as string;
+    const stuck = new Driver(env, 'stuck', { DRIVER_QUIET_EVENTS: '1' });
+    drivers.push(stuck);
+    await stuck.ready();
+    await stuck.call('session/subscribe', { sessionId });
+    process.kill(stuck.pid, 'SIGSTOP');
+    try {
+      const lease = await ctl.call('lease/acquire', { sessionId });
+      await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'count=20000 size=1000' }, idempotencyKey: 'f' });
+      await waitFor(
+        'the stuck connection to be closed',
+        async () => !(await ctl.call('daemon/status')).connections.some((c: Line) => c.clientName === 'stuck'),
+        15_000,
+      );
+      expect(fs.readFileSync(path.join(env.ASTRA_HOME!, 'logs', 'daemon.log'), 'utf8')).toMatch(/slow consumer/);
+      expect(isAlive(ctl.daemonPid)).toBe(true);
+    } finally {
+      process.kill(stuck.pid, 'SIGCONT');
+    }
+  });
 });
+
 
 function rssOf(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -1,36 +1,11 @@
 #!/usr/bin/env node
-// The `astra` command.
-import { Command, CommanderError } from 'commander';
-import { AstraError } from '../protocol/index.js';
-import { registerDaemonCommands } from './daemon-commands.js';
-import { registerSessionCommands } from './session-commands.js';
-import { CLI_VERSION, ExitCode, terminalOutput } from './output.js';
-
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const out = terminalOutput(env);
-  let exitCode: number = ExitCode.ok;
-  const setExit = (code: number): void => {
-    exitCode = code;
-  };
-  const program = new Command('astra')
-    .description('Astra: one local daemon that hosts your agent sessions; terminals attach to watch or control them')
-    .version(CLI_VERSION)
-    .exitOverride()
-    .showHelpAfterError('(add --help for usage)')
-    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
-  registerDaemonCommands(program, out, env, setExit);
-  registerSessionCommands(program, out, env, setExit);
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-    return exitCode;
-  } catch (e) {
-    if (e instanceof CommanderError) {
-      return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
-    }
-    const message = e instanceof AstraError ? e.message : e instanceof Error ? e.message : String(e);
-    out.stderr(`astra: ${message}`);
-    return ExitCode.error;
-  }
+// The `astra` command's entry point. It stays tiny so that short commands start fast: msgpackr's
+// native decoder (a few ms to load) is not worth it for a handful of small frames, and the program
+// itself is loaded only after that is settled.
+if (process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED === undefined) {
+  process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED = 'true';
+  // A daemon started from here should not inherit the CLI's choice (client/connect.ts drops it).
+  process.env.ASTRA_CLI_NATIVE_OFF = '1';
 }
 
 // `astra daemon status | head` closes our stdout early: that is not an error.
@@ -41,6 +16,7 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+const { main } = await import('./program.js');
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
@@ -50,3 +26,5 @@ main(process.argv.slice(2)).then(
     process.exitCode = 1;
   },
 );
+
+export {};

@@ -149,6 +149,16 @@ function lastLogLines(logFile: string, n = 15): string {
   }
 }
 
+function daemonEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env, ASTRA_READY_FD: '3' };
+  // The CLI turns msgpackr's native decoder off for its own quick start; the daemon keeps it.
+  if (out.ASTRA_CLI_NATIVE_OFF === '1') {
+    delete out.MSGPACKR_NATIVE_ACCELERATION_DISABLED;
+    delete out.ASTRA_CLI_NATIVE_OFF;
+  }
+  return out;
+}
+
 /**
  * Starts the daemon detached with its stdout/stderr in the log file. `ready` resolves when the daemon
  * says it answers (a line on fd 3), or when it exits or closes that pipe without saying so.
@@ -164,7 +174,7 @@ export function spawnDaemon(
     const child = spawn(process.execPath, [daemonEntryPath(env), ...args], {
       detached: true,
       stdio: ['ignore', logFd, logFd, 'pipe'],
-      env: { ...env, ASTRA_READY_FD: '3' },
+      env: daemonEnv(env),
     });
     const exited = new Promise<number | null>((resolve) => {
       child.once('exit', (code) => resolve(code));
@@ -209,10 +219,11 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
     const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
     let exitCode: number | null | undefined;
     void child.exited.then((code) => (exitCode = code));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([child.ready, new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
-    clearTimeout(timer);
-    for (let delay = 5; Date.now() < deadline; delay = Math.min(delay * 2, 50)) {
+    // Poll, but wake as soon as the daemon says it is ready (a daemon that never says so, such as
+    // an older build, is still found by polling).
+    let readySignalled = false;
+    void child.ready.then(() => (readySignalled = true));
+    for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
       const c = await tryConnect(paths, opts);
       if (c) return { ...c, spawned: true };
       if (exitCode !== undefined && exitCode !== 0) {
@@ -222,7 +233,10 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
           { logFile: paths.logFile, exitCode },
         );
       }
-      await new Promise((r) => setTimeout(r, delay));
+      let timer: NodeJS.Timeout | undefined;
+      const sleep = new Promise((r) => (timer = setTimeout(r, delay)));
+      await (readySignalled ? sleep : Promise.race([sleep, child.ready]));
+      clearTimeout(timer);
     }
     throw new AstraError(
       'spawn_failed',

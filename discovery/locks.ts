@@ -4,7 +4,6 @@
 // Stale takeover is not atomic, so the socket bind stays the final arbiter of "one daemon".
 
 import fs from 'node:fs';
-import lockfile from 'proper-lockfile';
 import { AstraError } from '../protocol/index.js';
 
 export interface LockOptions {
@@ -58,6 +57,8 @@ async function attempt(targetFile: string, stale: number, onCompromised: ((err: 
   fs.closeSync(fs.openSync(targetFile, 'a', 0o600));
   let release: () => Promise<void>;
   try {
+    // Loaded on first use: most commands never take a lock, and it costs start-up time.
+    const { default: lockfile } = await import('proper-lockfile');
     release = await lockfile.lock(targetFile, {
       realpath: false,
       stale,

@@ -1,28 +1,19 @@
 // `astra daemon ...` against real daemon processes, a temp ASTRA_HOME each.
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  cleanupHome,
   envFor,
   isAlive,
-  makeHome,
   processesOfHome,
   readRecordFile,
   recordPath,
   runCli,
   waitFor,
+  useTempHomes,
 } from '../helpers/processes.js';
 
-const homes: string[] = [];
-function home(): string {
-  const h = makeHome();
-  homes.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
-});
+const home = useTempHomes();
 
 describe('astra daemon status/start/stop', () => {
   it('status with no daemon exits 3 and starts nothing', async () => {

@@ -2,16 +2,14 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Connection, encodeFrame } from '../../ipc/index.js';
 import { AstraError, LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
 import {
   ROOT,
-  cleanupHome,
   envFor,
   isAlive,
   jsonLines,
-  makeHome,
   processesOfHome,
   readRecordFile,
   recordPath,
@@ -20,18 +18,11 @@ import {
   startNode,
   waitFor,
   type RecordShape,
+  useTempHomes,
 } from '../helpers/processes.js';
 
 const CLIENT = path.join(ROOT, 'test', 'fixtures', 'connect-client.mjs');
-const homes: string[] = [];
-function home(): string {
-  const h = makeHome();
-  homes.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
-});
+const home = useTempHomes();
 
 async function startDaemon(h: string, extra: Record<string, string> = {}): Promise<RecordShape> {
   const r = await runCli(['daemon', 'start'], envFor(h, extra));

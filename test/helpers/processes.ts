@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
@@ -177,5 +178,21 @@ export function jsonLines(child: ChildProcess): { lines: unknown[]; next(pred: (
         }, timeoutMs);
       });
     },
+  };
+}
+
+/**
+ * For a test file: returns a function that makes a fresh temp home; after each test every process
+ * started for those homes is killed by pid and the homes are removed.
+ */
+export function useTempHomes(prefix = 'ah'): () => string {
+  const homes: string[] = [];
+  afterEach(async () => {
+    await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
+  });
+  return () => {
+    const h = makeHome(prefix);
+    homes.push(h);
+    return h;
   };
 }

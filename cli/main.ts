@@ -16,7 +16,12 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-const { main } = await import('./program.js');
+// The bundled program (scripts/bundle-cli.mjs) when the build made one, else the plain modules.
+const bundled = new URL('../cli-bundle/program.js', import.meta.url);
+const { main } = (await import(bundled.href).catch((e: NodeJS.ErrnoException) => {
+  if (e.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+  return import('./program.js');
+})) as typeof import('./program.js');
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -9,5 +9,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Integration tests spawn real daemons; a retry would hide a race, so none.
     retry: 0,
+    reporters: ['default', './test/summary-reporter.ts'],
   },
 });

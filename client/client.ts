@@ -19,6 +19,7 @@ import {
   type ServerNotificationParams,
   type ServerParamsOf,
   type Decision,
+  type SessionEvent,
 } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
 import { readRecord, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
@@ -423,6 +424,20 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         this.subs.get(event.sessionId)?.deliver(event);
         return;
       }
+      if (method === 'session/events') {
+        // Validate the whole batch first: a malformed frame delivers nothing, as for session/event.
+        const p = params as { sessionId?: unknown; events?: unknown };
+        if (typeof p?.sessionId !== 'string' || !Array.isArray(p.events))
+          throw new AstraError('invalid_params', 'session/events needs {sessionId: string, events: [event, ...]}');
+        const events = p.events as unknown[];
+        for (let i = 0; i < events.length; i++) {
+          const event = validateEvent(events[i]);
+          if (event.sessionId !== p.sessionId) throw new AstraError('invalid_params', `events[${i}] belongs to session ${event.sessionId}, not ${p.sessionId}`);
+        }
+        const sub = this.subs.get(p.sessionId);
+        if (sub) for (let i = 0; i < events.length; i++) sub.deliver(events[i] as SessionEvent);
+        return;
+      }
       checkNotificationParams(method, params, 'toClient');
     } catch (e) {
       this.emit('error', new AstraError('invalid_request', `the daemon sent a malformed ${method}: ${toAstraError(e).message}`));
@@ -478,6 +493,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         ...(o.daemonArgs !== undefined ? { daemonArgs: o.daemonArgs } : {}),
         ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
         requestTimeoutMs: this.requestTimeoutMs,
+        batchEvents: true,
         onConnection: (conn) => this.wire(conn),
       });
     } catch (e) {

@@ -32,6 +32,8 @@ export interface ConnectOptions {
   /** Only accept this daemon instance. */
   instanceId?: string;
   optOutNotificationMethods?: string[];
+  /** Ask for `session/events` (several events per frame when behind); the caller must handle it. */
+  batchEvents?: boolean;
   /** Extra arguments for a daemon this call starts (e.g. --idle-timeout). */
   daemonArgs?: string[];
   /** Called before the connection starts reading, so no early notification is missed. */
@@ -106,6 +108,9 @@ export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): 
     maxOutgoingBytes: LIMITS.maxRequestBytes,
     requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,
     label: 'daemon',
+    // Frames come from the daemon the token authenticated; the envelope check still refuses
+    // non-plain values, so the per-frame extension pre-scan is skipped (ipc/connection.ts).
+    extensionScan: 'onError',
   });
   opts.onConnection?.(conn);
   try {
@@ -115,7 +120,10 @@ export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): 
       clientInfo: { name: opts.clientName, version: opts.clientVersion ?? '0.0.0', pid: process.pid },
     };
     if (opts.instanceId) params.instanceId = opts.instanceId;
-    if (opts.optOutNotificationMethods) params.capabilities = { optOutNotificationMethods: opts.optOutNotificationMethods };
+    const capabilities: Record<string, unknown> = {};
+    if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
+    if (opts.batchEvents) capabilities.batchEvents = true;
+    if (Object.keys(capabilities).length > 0) params.capabilities = capabilities;
     const init = await conn.request('initialize', params, { timeoutMs: 5_000 });
     const problem = initializeResultSchema.check(init, 'initialize result');
     if (problem) throw new AstraError('invalid_request', `the daemon answered initialize oddly: ${problem}`);

@@ -367,6 +367,7 @@ export class Daemon {
     peer.info = { name: p.clientInfo.name, version: p.clientInfo.version };
     if (p.clientInfo.pid !== undefined && p.clientInfo.pid !== null) peer.info.pid = p.clientInfo.pid;
     for (const m of p.capabilities?.optOutNotificationMethods ?? []) peer.mutedNotifications.add(m);
+    peer.batchEvents = p.capabilities?.batchEvents === true;
     this.log.info({ connectionId: peer.id, client: peer.info.name, clientVersion: peer.info.version }, 'client connected');
     return {
       instanceId: this.instanceId,

@@ -21,6 +21,8 @@ export class Peer {
   stuckQueueBytes: number | undefined;
   stuckSince = 0;
   readonly mutedNotifications = new Set<string>();
+  /** The client set capabilities.batchEvents: it reads `session/events`. */
+  batchEvents = false;
 
   constructor(id: string, conn: Connection, now: number) {
     this.id = id;

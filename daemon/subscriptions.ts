@@ -1,48 +1,137 @@
-// Subscriptions and fan-out (DESIGN.md §7). Each event is encoded once and the same bytes are written
-// to every subscriber. The runtime never waits for a client: a subscriber whose connection queue is
-// over its bound is dropped with one `session/lagged`, and resubscribes from there.
-import { AstraError, LIMITS, type SessionEvent } from '../protocol/index.js';
-import { encodeFrame } from '../ipc/index.js';
-import type { Runtime } from '../runtime/index.js';
+// Subscriptions and fan-out (DESIGN.md §7).
+//
+// Encode once: an event's bytes are the runtime's journal body (eventBody: the map {seq, ts, type,
+// data} in the wire's encoding). A `session/event` frame is a per-session prefix (method, and the
+// params map up to its sessionId) followed by the body without its map header; a `session/events`
+// frame is a prefix, an array header, and per event a small head plus the same body bytes. Nothing
+// is re-packed per subscriber or per batch.
+//
+// Batching: a connection that set capabilities.batchEvents gets several events per frame whenever
+// it is behind — bytes already queued for it in this tick or before — and a lone event on an idle
+// connection goes out at once, alone. Events accepted in one tick are sent by a microtask in the
+// same tick (no timers); a batch is capped at BATCH_MAX_BYTES.
+//
+// Slow readers: past a soft threshold of queued bytes a subscriber refuses live events; the runtime
+// pauses it and feeds it again from its in-memory tail (or the journal) as the connection drains,
+// so a reader that is merely behind is never dropped and the daemon holds nothing per subscriber
+// but the bounded socket queue. A subscriber that falls further behind than maxQueuedBytes (queued
+// plus published-but-unsent bytes) gets one `session/lagged` and resubscribes from there.
+import { AstraError, type SessionEvent } from '../protocol/index.js';
+import { encode } from '../ipc/index.js';
+import { eventBody, type Runtime } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
 export interface SubscriptionLimits {
-  /** Outbound bytes a connection may have queued before its subscriptions are dropped as lagged. */
+  /** How far (bytes queued plus bytes not yet sent) a subscriber may fall behind before it is dropped as lagged. */
   maxQueuedBytes: number;
   /** Subscriptions one connection may hold. */
   maxSubscriptionsPerConnection: number;
 }
 
+/** A batch frame closes once its events reach this many bytes (well under LIMITS.maxFrameBytes). */
+const BATCH_MAX_BYTES = 256 * 1024;
+/**
+ * Queued bytes past which a subscriber is paused (at most maxQueuedBytes). Well above what one busy
+ * tick queues, so a pause means the reader is really behind; and when the bound is smaller than
+ * this, a reader is dropped as soon as it is paused and falls behind, as before pausing existed —
+ * the socket queue then stays full, so a reader that stopped is still seen as a slow consumer
+ * (with a small threshold the kernel's own buffer would swallow the whole queue and hide it).
+ */
+const SOFT_QUEUE_BYTES = 1024 * 1024;
+
+/** Pre-encoded pieces of one session's frames. */
+interface SessionWire {
+  /** `{method: 'session/event', params: {sessionId: <id>, ` — then seq, ts, type, data from the body. */
+  single: Buffer;
+  /** `{method: 'session/events', params: {sessionId: <id>, events: ` — then an array header. */
+  batchHead: Buffer;
+  /** `{sessionId: <id>, ` — the head of each event inside a batch. */
+  eventHead: Buffer;
+}
+
+function wireFor(sessionId: string): SessionWire {
+  const sid = Buffer.concat([Buffer.from([0x85]), encode('sessionId'), encode(sessionId)]);
+  return {
+    single: Buffer.concat([Buffer.from([0x82]), encode('method'), encode('session/event'), encode('params'), sid]),
+    batchHead: Buffer.concat([
+      Buffer.from([0x82]),
+      encode('method'),
+      encode('session/events'),
+      encode('params'),
+      Buffer.from([0x82]),
+      encode('sessionId'),
+      encode(sessionId),
+      encode('events'),
+    ]),
+    eventHead: sid,
+  };
+}
+
+function arrayHeader(n: number): Buffer {
+  if (n < 16) return Buffer.from([0x90 | n]);
+  if (n < 0x10000) return Buffer.from([0xdc, n >> 8, n & 0xff]);
+  const b = Buffer.allocUnsafe(5);
+  b[0] = 0xdd;
+  b.writeUInt32BE(n, 1);
+  return b;
+}
+
+// The runtime offers each event to every subscriber in turn: remembering the last one is enough to
+// look its bytes up once per event, however many subscribers there are.
+let lastEvent: SessionEvent | undefined;
+let lastTail: Buffer | undefined;
+
+/** The event's body without its map header (0x84): the four pairs seq, ts, type, data. */
+function bodyTail(event: SessionEvent): Buffer {
+  if (event === lastEvent && lastTail) return lastTail;
+  let body = eventBody(event);
+  // Events read from an older journal carry no body: encode one, the same way.
+  if (!body || body[0] !== 0x84) body = encode({ seq: event.seq, ts: event.ts, type: event.type, data: event.data });
+  lastEvent = event;
+  lastTail = body.subarray(1);
+  return lastTail;
+}
+
+/** The whole `session/event` frame payload for an event (for tests and tools). */
+export function eventPayload(event: SessionEvent): Buffer {
+  return Buffer.concat([wireFor(event.sessionId).single, bodyTail(event)]);
+}
+
+type Phase = 'replaying' | 'live' | 'paused';
+
 interface Subscription {
   peer: Peer;
   sessionId: string;
-  /** Last seq written to the connection. */
+  wire: SessionWire;
+  /** Last seq accepted for this connection (sent, or in `pending`). */
   lastSeq: number;
   dropped: boolean;
   unsubscribe: () => void;
-}
-
-// The runtime offers each live event to every subscriber in turn, so remembering the last frame is
-// enough to encode once per event; a map keyed by event would keep every cached event's frame alive.
-let lastEvent: SessionEvent | undefined;
-let lastFrame: Buffer | undefined;
-
-/** The `session/event` frame for an event, encoded once however many subscribers there are. */
-export function eventFrame(event: SessionEvent): Buffer {
-  if (event !== lastEvent || !lastFrame) {
-    lastFrame = encodeFrame({ method: 'session/event', params: event }, LIMITS.maxFrameBytes);
-    lastEvent = event;
-  }
-  return lastFrame;
+  phase: Phase;
+  /** While paused: bytes published that this subscriber has not been sent, counted against the bound. */
+  behindBytes: number;
+  /** Event tails accepted in this tick, waiting to go out as one batch frame. */
+  pending: Buffer[];
+  pendingBytes: number;
 }
 
 export class SubscriptionHub {
   private readonly byPeer = new Map<string, Map<string, Subscription>>();
+  private readonly wires = new Map<string, SessionWire>();
+  private readonly softBytes: number;
+  /** A paused subscriber is fed again once its connection's queue is below this. */
+  private readonly resumeBytes: number;
+  private readonly withPending = new Set<Subscription>();
+  private batchFlushScheduled = false;
+  private readonly flushAllBound = () => this.flushAll();
 
   constructor(
     private readonly runtime: Runtime,
     private readonly limits: SubscriptionLimits,
-  ) {}
+  ) {
+    this.softBytes = Math.max(2, Math.min(SOFT_QUEUE_BYTES, limits.maxQueuedBytes));
+    this.resumeBytes = Math.floor(this.softBytes / 2);
+  }
 
   async subscribe(peer: Peer, sessionId: string, sinceSeq: number): Promise<{ sessionId: string; headSeq: number }> {
     let subs = this.byPeer.get(peer.id);
@@ -50,6 +139,7 @@ export class SubscriptionHub {
     const existing = subs.get(sessionId);
     if (existing) {
       // Resubscribing replaces the old stream (a client resuming after session/lagged does this).
+      this.flushPending(existing);
       existing.dropped = true;
       existing.unsubscribe();
       subs.delete(sessionId);
@@ -58,15 +148,34 @@ export class SubscriptionHub {
         limit: this.limits.maxSubscriptionsPerConnection,
       });
     }
-    const sub: Subscription = { peer, sessionId, lastSeq: sinceSeq, dropped: false, unsubscribe: () => {} };
+    const sub: Subscription = {
+      peer,
+      sessionId,
+      wire: this.wireOf(sessionId),
+      lastSeq: sinceSeq,
+      dropped: false,
+      unsubscribe: () => {},
+      phase: 'replaying',
+      behindBytes: 0,
+      pending: [],
+      pendingBytes: 0,
+    };
     subs.set(sessionId, sub);
     // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
     const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
       onEvent: (event: SessionEvent) => this.deliver(sub, event),
       onReplayed: (throughSeq: number) => {
-        if (!sub.dropped) peer.notify('session/replayed', { sessionId, throughSeq });
+        if (sub.dropped) return;
+        this.flushPending(sub);
+        sub.phase = 'live';
+        peer.notify('session/replayed', { sessionId, throughSeq });
       },
-      waitForCapacity: () => this.waitForCapacity(peer),
+      onSkipped: (_event: SessionEvent, bytes: number) => this.skipped(sub, bytes),
+      onResumed: () => {
+        sub.phase = 'live';
+        sub.behindBytes = 0;
+      },
+      waitForCapacity: () => this.waitForCapacity(sub),
     });
     sub.unsubscribe = handle.unsubscribe;
     if (sub.dropped) handle.unsubscribe();
@@ -77,6 +186,7 @@ export class SubscriptionHub {
     const subs = this.byPeer.get(peer.id);
     const sub = subs?.get(sessionId);
     if (!sub) return;
+    this.flushPending(sub);
     sub.dropped = true;
     sub.unsubscribe();
     subs!.delete(sessionId);
@@ -88,6 +198,8 @@ export class SubscriptionHub {
     if (!subs) return;
     for (const sub of subs.values()) {
       sub.dropped = true;
+      sub.pending = [];
+      sub.pendingBytes = 0;
       sub.unsubscribe();
     }
     this.byPeer.delete(peer.id);
@@ -104,20 +216,91 @@ export class SubscriptionHub {
     return n;
   }
 
-  private deliver(sub: Subscription, event: SessionEvent): void {
+  private wireOf(sessionId: string): SessionWire {
+    let w = this.wires.get(sessionId);
+    if (!w) {
+      // A few hundred bytes per session; forget them all now and then rather than track liveness.
+      if (this.wires.size >= 1024) this.wires.clear();
+      this.wires.set(sessionId, (w = wireFor(sessionId)));
+    }
+    return w;
+  }
+
+  /** false refuses the event: the runtime pauses this subscription and feeds it again once the queue drains. */
+  private deliver(sub: Subscription, event: SessionEvent): boolean | void {
     if (sub.dropped || event.seq <= sub.lastSeq) return;
     const conn = sub.peer.conn;
     if (conn.closed) return;
-    const frame = eventFrame(event);
-    if (conn.queuedBytes > 0 && conn.queuedBytes + frame.length > this.limits.maxQueuedBytes) {
-      this.lag(sub);
+    const tail = bodyTail(event);
+    const queued = conn.queuedBytes + sub.pendingBytes;
+    // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
+    if (queued >= this.resumeBytes && queued + tail.length > this.softBytes) {
+      if (sub.phase === 'live') {
+        sub.phase = 'paused';
+        this.addBehind(sub, tail.length + 1);
+      }
+      return false;
+    }
+    sub.lastSeq = event.seq;
+    if (sub.phase === 'paused') sub.behindBytes = Math.max(0, sub.behindBytes - tail.length - 1);
+    if (!sub.peer.batchEvents || (queued === 0 && sub.pending.length === 0)) {
+      // Not behind (or not batching): this event goes alone, now.
+      conn.sendParts([sub.wire.single, tail]);
       return;
     }
-    conn.sendFrame(frame);
-    sub.lastSeq = event.seq;
+    sub.pending.push(tail);
+    sub.pendingBytes += tail.length + sub.wire.eventHead.length;
+    if (sub.pendingBytes >= BATCH_MAX_BYTES) this.flushPending(sub);
+    else if (sub.pending.length === 1) {
+      this.withPending.add(sub);
+      if (!this.batchFlushScheduled) {
+        this.batchFlushScheduled = true;
+        queueMicrotask(this.flushAllBound);
+      }
+    }
+  }
+
+  private flushAll(): void {
+    this.batchFlushScheduled = false;
+    for (const sub of this.withPending) this.flushPending(sub);
+    this.withPending.clear();
+  }
+
+  /** Sends the events accepted so far as one frame: `session/event` for one, `session/events` for several. */
+  private flushPending(sub: Subscription): void {
+    const pending = sub.pending;
+    if (pending.length === 0) return;
+    sub.pending = [];
+    sub.pendingBytes = 0;
+    const conn = sub.peer.conn;
+    if (sub.dropped || conn.closed) return;
+    if (pending.length === 1) {
+      conn.sendParts([sub.wire.single, pending[0]!]);
+      return;
+    }
+    const parts: Buffer[] = new Array(2 + 2 * pending.length);
+    parts[0] = sub.wire.batchHead;
+    parts[1] = arrayHeader(pending.length);
+    for (let i = 0; i < pending.length; i++) {
+      parts[2 + 2 * i] = sub.wire.eventHead;
+      parts[3 + 2 * i] = pending[i]!;
+    }
+    conn.sendParts(parts);
+  }
+
+  private skipped(sub: Subscription, bytes: number): void {
+    if (sub.dropped) return;
+    this.addBehind(sub, bytes);
+  }
+
+  private addBehind(sub: Subscription, bytes: number): void {
+    sub.behindBytes += bytes;
+    if (sub.peer.conn.queuedBytes + sub.behindBytes > this.limits.maxQueuedBytes) this.lag(sub);
   }
 
   private lag(sub: Subscription): void {
+    // What was accepted goes out first, so resumeFromSeq is exactly what the client will have seen.
+    this.flushPending(sub);
     sub.dropped = true;
     sub.unsubscribe();
     this.byPeer.get(sub.peer.id)?.delete(sub.sessionId);
@@ -125,15 +308,9 @@ export class SubscriptionHub {
     sub.peer.notify('session/lagged', { sessionId: sub.sessionId, resumeFromSeq: sub.lastSeq });
   }
 
-  private waitForCapacity(peer: Peer): Promise<void> {
-    const conn = peer.conn;
-    if (conn.closed || conn.queuedBytes < this.limits.maxQueuedBytes / 2) return Promise.resolve();
-    return new Promise((resolve) => {
-      const check = (): void => {
-        if (conn.closed || conn.queuedBytes < this.limits.maxQueuedBytes / 2) resolve();
-        else setTimeout(check, 5);
-      };
-      setTimeout(check, 5);
-    });
+  private waitForCapacity(sub: Subscription): Promise<void> {
+    // Resume once half the soft threshold has drained: the socket still holds enough to stay busy.
+    this.flushPending(sub);
+    return sub.peer.conn.whenQueueBelow(this.resumeBytes);
   }
 }

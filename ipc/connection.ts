@@ -13,12 +13,14 @@ import {
 } from '../protocol/index.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
-import { decode } from './msgpack.js';
+import { decode, decodeFromTrustedPeer } from './msgpack.js';
 
 /** Socket write high-water mark: above Node's 16 KiB default, which halves streaming throughput. */
 export const SOCKET_HIGH_WATER_MARK = 256 * 1024;
 /** Frames queued in one tick are copied into batches of this size and written once. */
 const BATCH_BYTES = 64 * 1024;
+/** sendParts queues parts at least this big by reference instead of copying them. */
+const ZERO_COPY_PART_BYTES = 16 * 1024;
 /** A graceful close that cannot flush within this time becomes a destroy. */
 const CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -36,6 +38,13 @@ export interface ConnectionOptions {
   label?: string;
   /** Told about exceptions thrown by our own handlers (for the log); they never reach the peer. */
   onHandlerError?: (err: unknown, where: string) => void;
+  /**
+   * 'always' (default): every incoming frame is scanned for MessagePack extension types before it
+   * is decoded. 'onError': decode first and scan only a frame that fails validation — for a client
+   * reading its own authenticated daemon, where the envelope check (checkPlainValue) already
+   * refuses what an extension decodes to, and the scan would cost every frame a second walk.
+   */
+  extensionScan?: 'always' | 'onError';
 }
 
 export interface RequestOptions {
@@ -100,6 +109,9 @@ export class Connection {
   private readonly notificationHandlers: NotificationHandler[] = [];
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
+  private queueWaiters: { below: number; resolve: () => void }[] = [];
+  private readonly afterWriteBound = () => this.checkQueueWaiters();
+  private readonly lenientDecode: boolean;
 
   // Outbound: frames are copied into `batch` from `batchEnd`; [batchStart, batchEnd) is not yet
   // flushed. Flushed regions stay untouched (the socket may still hold them) until a new batch.
@@ -125,6 +137,7 @@ export class Connection {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.label = opts.label ?? 'connection';
     this.onHandlerError = opts.onHandlerError;
+    this.lenientDecode = opts.extensionScan === 'onError';
     this.decoder = new FrameDecoder({
       maxPayloadBytes: opts.maxIncomingBytes,
       frameDeadlineMs: opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs,
@@ -217,6 +230,44 @@ export class Connection {
   }
 
   /**
+   * Queues one frame whose payload is the concatenation of `parts` (already MessagePack: the caller
+   * assembles a message from pre-encoded pieces). Small parts are copied into the write batch; large
+   * ones are queued by reference, so they must not change afterwards. Throws frame_too_large
+   * (nothing sent) over the limit; a no-op once closed.
+   */
+  sendParts(parts: readonly Uint8Array[]): void {
+    if (this.closed) return;
+    let size = 0;
+    for (let i = 0; i < parts.length; i++) size += parts[i]!.length;
+    if (size > this.maxOutgoingBytes)
+      throw new AstraError('frame_too_large', `the frame is ${size} bytes; the limit for this direction is ${this.maxOutgoingBytes}`, {
+        size,
+        limit: this.maxOutgoingBytes,
+      });
+    const header = Buffer.allocUnsafe(4);
+    header.writeUInt32BE(size, 0);
+    this.appendBytes(header);
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      if (part.length >= ZERO_COPY_PART_BYTES) {
+        this.sealBatch();
+        this.outbox.push(Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.length));
+      } else this.appendBytes(part);
+    }
+    this.unflushed += size + 4;
+    this.scheduleFlush();
+  }
+
+  /**
+   * Resolves once queuedBytes is below `bytes` (checked as the socket hands writes to the kernel),
+   * or the connection closed.
+   */
+  whenQueueBelow(bytes: number): Promise<void> {
+    if (this.closed || this.queuedBytes < bytes) return Promise.resolve();
+    return new Promise((resolve) => this.queueWaiters.push({ below: bytes, resolve }));
+  }
+
+  /**
    * Handles the peer's requests. The returned value (or resolved promise) is the result; a thrown
    * AstraError is the error response; anything else thrown becomes a generic internal_error.
    */
@@ -275,6 +326,40 @@ export class Connection {
     }
   }
 
+  /** Copies bytes into the current write batch, starting new batches as they fill. */
+  private appendBytes(src: Uint8Array): void {
+    let off = 0;
+    while (off < src.length) {
+      if (!this.batch || this.batchEnd === this.batch.length) {
+        this.sealBatch();
+        this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+        this.batchStart = this.batchEnd = 0;
+      }
+      const n = Math.min(src.length - off, this.batch.length - this.batchEnd);
+      this.batch.set(off === 0 && n === src.length ? src : src.subarray(off, off + n), this.batchEnd);
+      this.batchEnd += n;
+      off += n;
+    }
+  }
+
+  private scheduleFlush(): void {
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      queueMicrotask(this.flushBound);
+    }
+  }
+
+  private checkQueueWaiters(): void {
+    if (this.queueWaiters.length === 0) return;
+    const queued = this.closed ? -1 : this.queuedBytes;
+    const keep: { below: number; resolve: () => void }[] = [];
+    for (const w of this.queueWaiters) {
+      if (queued < w.below) w.resolve();
+      else keep.push(w);
+    }
+    this.queueWaiters = keep;
+  }
+
   private enqueue(frame: Buffer): void {
     const n = frame.length;
     if (n >= BATCH_BYTES) {
@@ -311,7 +396,13 @@ export class Connection {
     this.outbox = [];
     this.unflushed = 0;
     if (this.socket.destroyed || this.finished) return;
-    for (const buf of out) this.socket.write(buf);
+    // Corked, several buffers go to the kernel in one writev. The last write's callback tells
+    // whenQueueBelow waiters that the queue shrank.
+    const many = out.length > 1;
+    if (many) this.socket.cork();
+    for (let i = 0; i < out.length - 1; i++) this.socket.write(out[i]!);
+    this.socket.write(out[out.length - 1]!, this.afterWriteBound);
+    if (many) this.socket.uncork();
   }
 
   private send(message: object): void {
@@ -360,7 +451,7 @@ export class Connection {
   private handleFrame(payload: Buffer): void {
     let value: unknown;
     try {
-      value = decode(payload);
+      value = this.lenientDecode ? decodeFromTrustedPeer(payload) : decode(payload);
     } catch (e) {
       // The framing is intact, so the connection survives one bad payload.
       this.sendError(null, e instanceof AstraError ? e : new AstraError('parse_error'));
@@ -370,6 +461,17 @@ export class Connection {
     try {
       message = parseMessage(value);
     } catch (e) {
+      if (this.lenientDecode) {
+        // Scan now, so an extension type is reported as such (decode throws the precise error).
+        try {
+          decode(payload);
+        } catch (scanned) {
+          if (scanned instanceof AstraError) {
+            this.sendError(null, scanned);
+            return;
+          }
+        }
+      }
       const err = e instanceof AstraError ? e : new AstraError('invalid_request', 'the message could not be validated');
       // Never answer an error with an error: two peers could bounce them forever.
       if (isPlainObject(value) && Object.prototype.hasOwnProperty.call(value, 'error')) {
@@ -482,12 +584,14 @@ export class Connection {
         });
     }
     this.rejectAllPending();
+    this.checkQueueWaiters();
     const handlers = this.closeHandlers;
     this.closeHandlers = [];
     for (const handler of handlers) this.callSafely(() => handler(this.closeError), 'onClose');
   }
 
   private emitDrain(): void {
+    this.checkQueueWaiters();
     for (const handler of this.drainHandlers) this.callSafely(handler, 'onDrain');
   }
 

@@ -91,7 +91,13 @@ export const initializeParamsSchema = obj({
   token: str({ maxLength: 1024 }),
   clientInfo: clientInfoSchema,
   instanceId: opt(str()),
-  capabilities: opt(obj({ optOutNotificationMethods: opt(arr(str(), { maxItems: 64 })) })),
+  capabilities: opt(
+    obj({
+      optOutNotificationMethods: opt(arr(str(), { maxItems: 64 })),
+      /** The client reads `session/events` (several events per frame when it is behind). */
+      batchEvents: opt(bool()),
+    }),
+  ),
 });
 
 export const initializeResultSchema = obj({
@@ -247,6 +253,8 @@ export const CLIENT_NOTIFICATIONS = {
 
 export const SERVER_NOTIFICATIONS = {
   'session/event': eventEnvelopeSchema,
+  /** Sent instead of several `session/event`s, only to connections that set capabilities.batchEvents. */
+  'session/events': obj({ sessionId: sessionId(), events: arr(eventEnvelopeSchema) }),
   'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq() }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
   'lease/revoked': obj({ sessionId: sessionId(), reason: str(), epoch: opt(epoch()) }),

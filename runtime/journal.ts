@@ -219,6 +219,13 @@ export class SessionJournal {
     return offset;
   }
 
+  /** Like append, and also returns the stored copy of the body (a view into the queued record), safe to keep. */
+  appendKeepingBody(kind: number, body: Uint8Array): { offset: number; body: Buffer } {
+    const offset = this.append(kind, body);
+    const rec = this.pending[this.pending.length - 1]!;
+    return { offset, body: rec.subarray(RECORD_HEADER_BYTES + 1) };
+  }
+
   /** Writes everything queued with one write. Throws (and poisons the journal) on I/O failure. */
   flush(): void {
     if (this.pendingBytes === 0) return;

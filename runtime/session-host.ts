@@ -21,7 +21,107 @@ import { killOrphanGroup } from './orphans.js';
 
 // Journal bodies are private to the runtime, but plain msgpack keeps them readable by other tools.
 const packr = new Packr({ useRecords: false, variableMapSize: true });
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+// int64AsType 'auto' (missing from msgpackr's typings): event bodies carry ts as a msgpack integer.
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' } as unknown as ConstructorParameters<typeof Unpackr>[0]);
+// Event bodies are written in the wire's own encoding (plain msgpack, undefined as nil, integers as
+// integers) as the map {seq, ts, type, data}, so the daemon sends the journal's bytes as they are:
+// a wire event is `{sessionId, ...}` followed by the body's four pairs (see eventBody).
+const eventPackr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true });
+/** Past this size msgpackr's shared output buffer is swapped for a small one, so it is not kept alive. */
+const LARGE_BODY_BYTES = 1024 * 1024;
+
+const EVENT_BODY = Symbol('astra.eventBody');
+
+/**
+ * The event's encoded body as the journal stores it: a msgpack map of exactly the four keys seq, ts,
+ * type, data (first byte 0x84), in the wire's encoding. Undefined for events read from an older
+ * journal (an array body); the caller encodes those itself.
+ */
+export function eventBody(e: SessionEvent): Buffer | undefined {
+  return (e as unknown as { [EVENT_BODY]?: Buffer })[EVENT_BODY];
+}
+
+function attachBody(e: SessionEvent, body: Buffer): void {
+  // Not enumerable: events are compared, spread and packed by others, who must not see it.
+  Object.defineProperty(e, EVENT_BODY, { value: body, enumerable: false });
+}
+
+const TWO_32 = 0x1_0000_0000;
+
+/**
+ * msgpackr writes every number outside the 32-bit range as float64 (a Python peer would read
+ * `ts` as a float). float64 and int64 are both 9 bytes, so integral safe floats are rewritten in
+ * place. The same walk as ipc/msgpack.ts (the runtime does not import ipc/).
+ */
+function rewriteIntegralFloats(buf: Buffer, start: number, end: number): void {
+  const first = buf.indexOf(0xcb, start);
+  if (first === -1 || first >= end) return;
+  let p = start;
+  while (p < end) {
+    const b = buf[p]!;
+    if (b <= 0x7f || b >= 0xe0 || (b >= 0x80 && b <= 0x9f)) p += 1;
+    else if (b <= 0xbf) p += 1 + (b & 0x1f);
+    else {
+      switch (b) {
+        case 0xcb: {
+          const v = buf.readDoubleBE(p + 1);
+          if (Number.isSafeInteger(v)) {
+            const hi = Math.floor(v / TWO_32);
+            buf[p] = v < 0 ? 0xd3 : 0xcf;
+            buf.writeInt32BE(hi, p + 1);
+            buf.writeUInt32BE(v - hi * TWO_32, p + 5);
+          }
+          p += 9;
+          break;
+        }
+        case 0xc4: p += 2 + buf[p + 1]!; break;
+        case 0xc5: p += 3 + buf.readUInt16BE(p + 1); break;
+        case 0xc6: p += 5 + buf.readUInt32BE(p + 1); break;
+        case 0xca: p += 5; break;
+        case 0xcc: case 0xd0: p += 2; break;
+        case 0xcd: case 0xd1: p += 3; break;
+        case 0xce: case 0xd2: p += 5; break;
+        case 0xcf: case 0xd3: p += 9; break;
+        case 0xd9: p += 2 + buf[p + 1]!; break;
+        case 0xda: p += 3 + buf.readUInt16BE(p + 1); break;
+        case 0xdb: p += 5 + buf.readUInt32BE(p + 1); break;
+        case 0xdc: case 0xde: p += 3; break;
+        case 0xdd: case 0xdf: p += 5; break;
+        case 0xc7: p += 3 + buf[p + 1]!; break;
+        case 0xc8: p += 4 + buf.readUInt16BE(p + 1); break;
+        case 0xc9: p += 6 + buf.readUInt32BE(p + 1); break;
+        default:
+          if (b >= 0xd4 && b <= 0xd8) p += 2 + (1 << (b - 0xd4));
+          else p += 1; // 0xc0, 0xc2, 0xc3 (and the unused 0xc1)
+      }
+    }
+  }
+}
+
+/** Packs an event body; the result is a view into msgpackr's buffer, valid until the next pack. */
+function packEventBody(seq: number, ts: number, type: string, data: unknown): Buffer {
+  const view = eventPackr.pack({ seq, ts, type, data });
+  rewriteIntegralFloats(view, 0, view.length);
+  if (view.length >= LARGE_BODY_BYTES) eventPackr.useBuffer(Buffer.allocUnsafeSlow(64 * 1024));
+  return view;
+}
+
+/** An event from a journal record body (either format); undefined if it is not one. */
+function eventFromBody(sessionId: string, body: Buffer): SessionEvent | undefined {
+  const value: unknown = unpackr.unpack(body);
+  let seq: unknown, ts: unknown, type: unknown, data: unknown;
+  if (Array.isArray(value)) {
+    // The first format: [seq, ts, type, data], packed without the wire's settings.
+    if (value.length !== 4) return undefined;
+    [seq, ts, type, data] = value;
+  } else if (typeof value === 'object' && value !== null && body[0] === 0x84) {
+    ({ seq, ts, type, data } = value as Record<string, unknown>);
+  } else return undefined;
+  if (typeof seq !== 'number' || typeof ts !== 'number' || typeof type !== 'string' || typeof data !== 'object' || data === null) return undefined;
+  const event = { sessionId, seq, ts, type, data } as SessionEvent;
+  if (!Array.isArray(value)) attachBody(event, body);
+  return event;
+}
 
 export const META_FORMAT_VERSION = 1;
 export const JOURNAL_FILE = 'journal.astra';
@@ -56,10 +156,19 @@ export interface IdempotencyEntry {
 }
 
 export interface SubscriptionSink {
-  onEvent(e: SessionEvent): void;
+  /**
+   * Returning false refuses the event (the sink is full): the subscription pauses, and once
+   * waitForCapacity resolves it is fed again from this event on, from memory or the journal, then
+   * switched back to live without a gap. Nothing is queued per subscriber meanwhile.
+   */
+  onEvent(e: SessionEvent): boolean | void;
   waitForCapacity?(): Promise<void>;
-  /** Called once the backlog has been delivered; live events follow. */
+  /** Called once the backlog has been delivered; live events follow. Not called again after a pause. */
   onReplayed?(throughSeq: number): void;
+  /** A published event a paused subscription did not get live (it will be replayed); `bytes` is its encoded size. */
+  onSkipped?(e: SessionEvent, bytes: number): void;
+  /** A paused subscription caught up and is live again (seq throughSeq was the last one fed). */
+  onResumed?(throughSeq: number): void;
 }
 
 interface PendingApproval {
@@ -123,6 +232,8 @@ class Subscription {
   lastSeq: number;
   live = false;
   closed = false;
+  /** Refused a live event: fed from the backlog until it catches up. */
+  paused = false;
   constructor(
     readonly sink: SubscriptionSink,
     sinceSeq: number,
@@ -216,21 +327,27 @@ export class SessionHost {
 
   private replayRecord(rec: ScannedRecord): boolean {
     let value: unknown;
+    if (rec.kind === RecordKind.event) {
+      let event: SessionEvent | undefined;
+      try {
+        event = eventFromBody(this.id, rec.body);
+      } catch {
+        return false;
+      }
+      if (!event || event.seq !== this.headSeq + 1) return false;
+      const seq = event.seq;
+      this.headSeq = seq;
+      if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset: rec.offset });
+      this.cachePush(event, rec.size);
+      this.applyEvent(event);
+      return true;
+    }
     try {
       value = unpackr.unpack(rec.body);
     } catch {
       return false;
     }
-    if (rec.kind === RecordKind.event) {
-      if (!Array.isArray(value) || value.length !== 4) return false;
-      const [seq, ts, type, data] = value as [number, number, EventType, Record<string, unknown>];
-      if (seq !== this.headSeq + 1 || typeof type !== 'string' || typeof data !== 'object' || data === null) return false;
-      const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent;
-      this.headSeq = seq;
-      if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset: rec.offset });
-      this.cachePush(event, rec.size);
-      this.applyEvent(event);
-    } else if (rec.kind === RecordKind.idempotency) {
+    if (rec.kind === RecordKind.idempotency) {
       const r = value as { key?: unknown; fingerprint?: unknown; result?: unknown };
       if (typeof r?.key !== 'string' || typeof r.fingerprint !== 'string') return false;
       this.idempotency.set(r.key, { fingerprint: r.fingerprint, state: 'done', result: r.result });
@@ -259,7 +376,7 @@ export class SessionHost {
         m.createdAt = e.ts;
         break;
       case 'session.updated':
-        if (e.data.title !== undefined) m.title = e.data.title;
+        if (e.data.title !== undefined && e.data.title !== null) m.title = e.data.title;
         if (e.data.state === 'archived') m.archived = true;
         break;
       case 'lease.changed':
@@ -272,7 +389,7 @@ export class SessionHost {
         break;
       case 'approval.requested':
         if (!this.approvals.has(e.data.approvalId))
-          this.approvals.set(e.data.approvalId, { approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) });
+          this.approvals.set(e.data.approvalId, { approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd, ...(e.data.reason !== undefined && e.data.reason !== null ? { reason: e.data.reason } : {}) });
         break;
       case 'approval.resolved':
         this.approvals.delete(e.data.approvalId);
@@ -282,7 +399,7 @@ export class SessionHost {
         this.openCommands.clear();
         break;
       case 'command.started':
-        if (e.data.pid !== undefined) this.openCommands.set(e.data.pid, e.ts);
+        if (e.data.pid !== undefined && e.data.pid !== null) this.openCommands.set(e.data.pid, e.ts);
         break;
       case 'command.completed':
         this.openCommands.clear();
@@ -307,10 +424,11 @@ export class SessionHost {
     if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
     const seq = this.headSeq + 1;
     const ts = Math.floor(this.opts.now());
-    const body = packr.pack([seq, ts, type, data]);
-    const offset = this.journal.append(RecordKind.event, body);
+    // One encoding serves the journal and every subscriber's wire frames (eventBody).
+    const { offset, body } = this.journal.appendKeepingBody(RecordKind.event, packEventBody(seq, ts, type, data));
     this.headSeq = seq;
     const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent<T>;
+    attachBody(event as SessionEvent, body);
     if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
     this.cachePush(event as SessionEvent, body.length + 9);
     if (type !== 'turn.started' && type !== 'turn.completed') this.applyEvent(event as SessionEvent);
@@ -419,11 +537,13 @@ export class SessionHost {
       if (records.length === 0) return out;
       for (const rec of records) {
         if (rec.kind !== RecordKind.event) continue;
-        const [seq, ts, type, data] = unpackr.unpack(rec.body) as [number, number, EventType, never];
+        const event = eventFromBody(this.id, rec.body);
+        if (!event) throw new AstraError('journal_corrupt', `${this.journal.file}: unreadable event record at offset ${rec.offset}`, { file: this.journal.file });
+        const seq = event.seq;
         if (seq <= afterSeq) continue;
         if (seq > end || out.length >= limit) return out;
         if (out.length > 0 && bytes + rec.size + WIRE_OVERHEAD > maxBytes) return out;
-        out.push({ sessionId: this.id, seq, ts, type, data } as SessionEvent);
+        out.push(event);
         bytes += rec.size + WIRE_OVERHEAD;
       }
       offset = nextOffset;
@@ -442,14 +562,7 @@ export class SessionHost {
     const sub = new Subscription(sink, Math.max(0, Math.min(sinceSeq, this.publishedSeq)));
     this.subs.add(sub);
     const headSeq = this.publishedSeq;
-    setImmediate(() => {
-      this.replay(sub).catch((err: Error) => {
-        if (this.closed) return; // the runtime closed under a replay: nothing to report
-        this.opts.logger.error({ sessionId: this.id, err: err.message }, 'subscription replay failed; subscriber dropped');
-        sub.closed = true;
-        this.subs.delete(sub);
-      });
-    });
+    setImmediate(() => this.startReplay(sub, true, false));
     return {
       headSeq,
       unsubscribe: () => {
@@ -459,39 +572,62 @@ export class SessionHost {
     };
   }
 
-  private async replay(sub: Subscription): Promise<void> {
+  private startReplay(sub: Subscription, announce: boolean, waitFirst: boolean): void {
+    this.replay(sub, announce, waitFirst).catch((err: Error) => {
+      if (this.closed) return; // the runtime closed under a replay: nothing to report
+      this.opts.logger.error({ sessionId: this.id, err: err.message }, 'subscription replay failed; subscriber dropped');
+      sub.closed = true;
+      this.subs.delete(sub);
+    });
+  }
+
+  /** Feeds the backlog page by page, pausing for capacity, then switches to live (announcing it once). */
+  private async replay(sub: Subscription, announce: boolean, waitFirst: boolean): Promise<void> {
+    if (waitFirst && sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
     for (;;) {
       if (sub.closed || this.closed) return;
       if (sub.lastSeq >= this.publishedSeq) {
         sub.live = true;
-        sub.sink.onReplayed?.(sub.lastSeq);
+        sub.paused = false;
+        if (announce) sub.sink.onReplayed?.(sub.lastSeq);
+        else sub.sink.onResumed?.(sub.lastSeq);
         return;
       }
       const page = await this.readPublished(sub.lastSeq, SUBSCRIBE_PAGE_EVENTS, SUBSCRIBE_PAGE_BYTES);
       for (const e of page) {
         if (sub.closed) return;
         if (e.seq !== sub.lastSeq + 1) continue;
-        sub.lastSeq = e.seq;
-        this.deliver(sub, e);
+        if (!this.deliver(sub, e)) break;
       }
       if (sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
     }
   }
 
   private offer(sub: Subscription, e: SessionEvent): void {
-    if (!sub.live || sub.closed || e.seq !== sub.lastSeq + 1) return;
-    sub.lastSeq = e.seq;
-    this.deliver(sub, e);
+    if (sub.closed) return;
+    if (!sub.live) {
+      if (sub.paused && sub.sink.onSkipped) sub.sink.onSkipped(e, eventBody(e)?.length ?? 256);
+      return;
+    }
+    if (e.seq !== sub.lastSeq + 1) return;
+    if (this.deliver(sub, e) || sub.closed) return;
+    sub.live = false;
+    sub.paused = true;
+    this.startReplay(sub, false, true);
   }
 
-  private deliver(sub: Subscription, e: SessionEvent): void {
+  /** True when the sink took the event (lastSeq advances); false when it refused it or threw. */
+  private deliver(sub: Subscription, e: SessionEvent): boolean {
     try {
-      sub.sink.onEvent(e);
+      if (sub.sink.onEvent(e) === false) return false;
     } catch (err) {
       this.opts.logger.error({ sessionId: this.id, err: (err as Error).message }, 'subscriber threw; unsubscribing it');
       sub.closed = true;
       this.subs.delete(sub);
+      return false;
     }
+    sub.lastSeq = e.seq;
+    return true;
   }
 
   // ---- views and persistence of the small files ----

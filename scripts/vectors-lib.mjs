@@ -285,6 +285,16 @@ export function buildVectors(p, ipc) {
   // ---- notifications ----
   add('notification-session-replayed', '', D2C, 'notification', { method: 'session/replayed', params: { sessionId: SESSION_ID, throughSeq: 1 } }, { method: 'session/replayed' });
   add('notification-session-lagged', '', D2C, 'notification', { method: 'session/lagged', params: { sessionId: SESSION_ID, resumeFromSeq: 120 } }, { method: 'session/lagged' });
+  add('notification-session-events', 'Several events in one frame; sent only to a client that set capabilities.batchEvents.', D2C, 'notification', {
+    method: 'session/events',
+    params: {
+      sessionId: SESSION_ID,
+      events: [
+        event(7, 'command.output', { turnId: TURN_ID, stream: 'stdout', data: Buffer.from('line 1\n') }),
+        event(8, 'command.output', { turnId: TURN_ID, stream: 'stderr', data: Buffer.from('line 2\n') }),
+      ],
+    },
+  }, { method: 'session/events' });
   add('notification-lease-revoked', '', D2C, 'notification', { method: 'lease/revoked', params: { sessionId: SESSION_ID, reason: 'takeover', epoch: 1 } }, { method: 'lease/revoked' });
   add('notification-daemon-shutting-down', '', D2C, 'notification', { method: 'daemon/shuttingDown', params: { reason: 'astra daemon stop' } }, { method: 'daemon/shuttingDown' });
 

@@ -14,15 +14,16 @@
 // Slow readers: past a soft threshold of queued bytes a subscriber refuses live events; the runtime
 // pauses it and feeds it again from its in-memory tail (or the journal) as the connection drains,
 // so a reader that is merely behind is never dropped and the daemon holds nothing per subscriber
-// but the bounded socket queue. A subscriber that falls further behind than maxQueuedBytes (queued
-// plus published-but-unsent bytes) gets one `session/lagged` and resubscribes from there.
+// but the bounded socket queue. Only a connection that makes no progress gets `session/lagged`:
+// when more than maxQueuedBytes of events were published for a paused subscriber since its
+// connection last drained, it is dropped and resubscribes from resumeFromSeq.
 import { AstraError, type SessionEvent } from '../protocol/index.js';
 import { encode } from '../ipc/index.js';
 import { eventBody, type Runtime } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
 export interface SubscriptionLimits {
-  /** How far (bytes queued plus bytes not yet sent) a subscriber may fall behind before it is dropped as lagged. */
+  /** Bytes of events a paused subscriber may miss without its connection draining before it is dropped as lagged. */
   maxQueuedBytes: number;
   /** Subscriptions one connection may hold. */
   maxSubscriptionsPerConnection: number;
@@ -108,8 +109,8 @@ interface Subscription {
   dropped: boolean;
   unsubscribe: () => void;
   phase: Phase;
-  /** While paused: bytes published that this subscriber has not been sent, counted against the bound. */
-  behindBytes: number;
+  /** While paused: bytes of events it missed since its connection last drained, counted against the bound. */
+  missedSinceDrain: number;
   /** Event tails accepted in this tick, waiting to go out as one batch frame. */
   pending: Buffer[];
   pendingBytes: number;
@@ -156,7 +157,7 @@ export class SubscriptionHub {
       dropped: false,
       unsubscribe: () => {},
       phase: 'replaying',
-      behindBytes: 0,
+      missedSinceDrain: 0,
       pending: [],
       pendingBytes: 0,
     };
@@ -173,7 +174,7 @@ export class SubscriptionHub {
       onSkipped: (_event: SessionEvent, bytes: number) => this.skipped(sub, bytes),
       onResumed: () => {
         sub.phase = 'live';
-        sub.behindBytes = 0;
+        sub.missedSinceDrain = 0;
       },
       waitForCapacity: () => this.waitForCapacity(sub),
     });
@@ -237,12 +238,11 @@ export class SubscriptionHub {
     if (queued >= this.resumeBytes && queued + tail.length > this.softBytes) {
       if (sub.phase === 'live') {
         sub.phase = 'paused';
-        this.addBehind(sub, tail.length + 1);
+        this.addMissed(sub, tail.length + 1);
       }
       return false;
     }
     sub.lastSeq = event.seq;
-    if (sub.phase === 'paused') sub.behindBytes = Math.max(0, sub.behindBytes - tail.length - 1);
     if (!sub.peer.batchEvents || (queued === 0 && sub.pending.length === 0)) {
       // Not behind (or not batching): this event goes alone, now.
       conn.sendParts([sub.wire.single, tail]);
@@ -290,12 +290,12 @@ export class SubscriptionHub {
 
   private skipped(sub: Subscription, bytes: number): void {
     if (sub.dropped) return;
-    this.addBehind(sub, bytes);
+    this.addMissed(sub, bytes);
   }
 
-  private addBehind(sub: Subscription, bytes: number): void {
-    sub.behindBytes += bytes;
-    if (sub.peer.conn.queuedBytes + sub.behindBytes > this.limits.maxQueuedBytes) this.lag(sub);
+  private addMissed(sub: Subscription, bytes: number): void {
+    sub.missedSinceDrain += bytes;
+    if (sub.peer.conn.queuedBytes + sub.missedSinceDrain > this.limits.maxQueuedBytes) this.lag(sub);
   }
 
   private lag(sub: Subscription): void {
@@ -311,6 +311,9 @@ export class SubscriptionHub {
   private waitForCapacity(sub: Subscription): Promise<void> {
     // Resume once half the soft threshold has drained: the socket still holds enough to stay busy.
     this.flushPending(sub);
-    return sub.peer.conn.whenQueueBelow(this.resumeBytes);
+    return sub.peer.conn.whenQueueBelow(this.resumeBytes).then(() => {
+      // The connection drained: progress, so the allowance of missed bytes starts again.
+      sub.missedSinceDrain = 0;
+    });
   }
 }

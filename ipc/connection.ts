@@ -396,13 +396,9 @@ export class Connection {
     this.outbox = [];
     this.unflushed = 0;
     if (this.socket.destroyed || this.finished) return;
-    // Corked, several buffers go to the kernel in one writev. The last write's callback tells
-    // whenQueueBelow waiters that the queue shrank.
-    const many = out.length > 1;
-    if (many) this.socket.cork();
-    for (let i = 0; i < out.length - 1; i++) this.socket.write(out[i]!);
-    this.socket.write(out[out.length - 1]!, this.afterWriteBound);
-    if (many) this.socket.uncork();
+    // Each write's callback (it runs as the kernel takes that buffer) tells whenQueueBelow waiters
+    // the queue shrank: per buffer, so a paused subscriber is fed again before the socket runs dry.
+    for (let i = 0; i < out.length; i++) this.socket.write(out[i]!, this.afterWriteBound);
   }
 
   private send(message: object): void {

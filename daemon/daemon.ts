@@ -15,7 +15,7 @@ import {
   type Infer,
   type Session,
 } from '../protocol/index.js';
-import { Connection, checkSocketPath, endpointFor } from '../ipc/index.js';
+import { Connection, checkSocketPath, endpointFor, packWithReserve } from '../ipc/index.js';
 import {
   acquireLock,
   ensurePrivateDir,
@@ -197,6 +197,8 @@ export class Daemon {
       maxInputChars: this.cfg.maxInputChars,
       logger: this.log,
       now: this.now,
+      // Journal bodies in the wire's encoding: they go out to subscribers as they are.
+      packEventBody: (body) => packWithReserve(body, 0),
     });
     this.hub = new SubscriptionHub(this.runtime, {
       maxQueuedBytes: this.cfg.maxQueuedBytes,

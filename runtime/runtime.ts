@@ -23,6 +23,8 @@ import {
   type HostOptions,
   type SessionMeta,
   type SubscriptionSink,
+  defaultPackEventBody,
+  type EventBody,
 } from './session-host.js';
 import { createShellEngine } from './shell-engine.js';
 
@@ -40,6 +42,12 @@ export interface RuntimeOptions {
   cacheBytesPerSession?: number;
   logger?: RuntimeLogger;
   now?: () => number;
+  /**
+   * How event bodies ({seq, ts, type, data}) are encoded for the journal. The daemon passes the
+   * wire's packer (ipc/), so stored bytes go out on the wire as they are. The result may be a view
+   * that is valid until the next call. Default: plain MessagePack.
+   */
+  packEventBody?: (body: EventBody) => Buffer;
 }
 
 export interface CreateSessionParams {
@@ -140,6 +148,7 @@ export class Runtime {
       now: this.now,
       groupCommitMs: opts.groupCommitMs ?? 5,
       cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
+      packEventBody: opts.packEventBody ?? defaultPackEventBody,
       onPublish: (e) => this.emit('event', e),
     };
   }

@@ -46,64 +46,18 @@ function attachBody(e: SessionEvent, body: Buffer): void {
   Object.defineProperty(e, EVENT_BODY, { value: body, enumerable: false });
 }
 
-const TWO_32 = 0x1_0000_0000;
-
-/**
- * msgpackr writes every number outside the 32-bit range as float64 (a Python peer would read
- * `ts` as a float). float64 and int64 are both 9 bytes, so integral safe floats are rewritten in
- * place. The same walk as ipc/msgpack.ts (the runtime does not import ipc/).
- */
-function rewriteIntegralFloats(buf: Buffer, start: number, end: number): void {
-  const first = buf.indexOf(0xcb, start);
-  if (first === -1 || first >= end) return;
-  let p = start;
-  while (p < end) {
-    const b = buf[p]!;
-    if (b <= 0x7f || b >= 0xe0 || (b >= 0x80 && b <= 0x9f)) p += 1;
-    else if (b <= 0xbf) p += 1 + (b & 0x1f);
-    else {
-      switch (b) {
-        case 0xcb: {
-          const v = buf.readDoubleBE(p + 1);
-          if (Number.isSafeInteger(v)) {
-            const hi = Math.floor(v / TWO_32);
-            buf[p] = v < 0 ? 0xd3 : 0xcf;
-            buf.writeInt32BE(hi, p + 1);
-            buf.writeUInt32BE(v - hi * TWO_32, p + 5);
-          }
-          p += 9;
-          break;
-        }
-        case 0xc4: p += 2 + buf[p + 1]!; break;
-        case 0xc5: p += 3 + buf.readUInt16BE(p + 1); break;
-        case 0xc6: p += 5 + buf.readUInt32BE(p + 1); break;
-        case 0xca: p += 5; break;
-        case 0xcc: case 0xd0: p += 2; break;
-        case 0xcd: case 0xd1: p += 3; break;
-        case 0xce: case 0xd2: p += 5; break;
-        case 0xcf: case 0xd3: p += 9; break;
-        case 0xd9: p += 2 + buf[p + 1]!; break;
-        case 0xda: p += 3 + buf.readUInt16BE(p + 1); break;
-        case 0xdb: p += 5 + buf.readUInt32BE(p + 1); break;
-        case 0xdc: case 0xde: p += 3; break;
-        case 0xdd: case 0xdf: p += 5; break;
-        case 0xc7: p += 3 + buf[p + 1]!; break;
-        case 0xc8: p += 4 + buf.readUInt16BE(p + 1); break;
-        case 0xc9: p += 6 + buf.readUInt32BE(p + 1); break;
-        default:
-          if (b >= 0xd4 && b <= 0xd8) p += 2 + (1 << (b - 0xd4));
-          else p += 1; // 0xc0, 0xc2, 0xc3 (and the unused 0xc1)
-      }
-    }
-  }
-}
-
-/** Packs an event body; the result is a view into msgpackr's buffer, valid until the next pack. */
-function packEventBody(seq: number, ts: number, type: string, data: unknown): Buffer {
-  const view = eventPackr.pack({ seq, ts, type, data });
-  rewriteIntegralFloats(view, 0, view.length);
+/** Event bodies in plain MessagePack; the daemon passes the wire's packer instead (RuntimeOptions). */
+export function defaultPackEventBody(body: EventBody): Buffer {
+  const view = eventPackr.pack(body);
   if (view.length >= LARGE_BODY_BYTES) eventPackr.useBuffer(Buffer.allocUnsafeSlow(64 * 1024));
   return view;
+}
+
+export interface EventBody {
+  seq: number;
+  ts: number;
+  type: string;
+  data: unknown;
 }
 
 /** An event from a journal record body (either format); undefined if it is not one. */
@@ -196,6 +150,8 @@ interface CachedEvent {
 
 export interface HostOptions {
   logger: RuntimeLogger;
+  /** Encodes an event body; the result may be a view valid until the next call. */
+  packEventBody: (body: EventBody) => Buffer;
   now: () => number;
   groupCommitMs: number;
   cacheBytes: number;
@@ -425,7 +381,7 @@ export class SessionHost {
     const seq = this.headSeq + 1;
     const ts = Math.floor(this.opts.now());
     // One encoding serves the journal and every subscriber's wire frames (eventBody).
-    const { offset, body } = this.journal.appendKeepingBody(RecordKind.event, packEventBody(seq, ts, type, data));
+    const { offset, body } = this.journal.appendKeepingBody(RecordKind.event, this.opts.packEventBody({ seq, ts, type, data }));
     this.headSeq = seq;
     const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent<T>;
     attachBody(event as SessionEvent, body);

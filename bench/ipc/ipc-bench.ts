@@ -7,8 +7,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Packr, Unpackr, RESERVE_START_SPACE } from 'msgpackr';
 import { Connection } from '../../ipc/index.js';
+import { BareConn } from '../peers/bare.js';
 import { LIMITS } from '../../protocol/index.js';
 
 const HWM = 256 * 1024;
@@ -35,93 +35,8 @@ function event(seq: number): unknown {
   };
 }
 
-// ---- the bare baseline: length-prefixed msgpackr, same-tick batching, 256 KiB high-water mark ----
-
-const bPackr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true });
-const bUnpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
-
-class BareConn {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
-  private batch = Buffer.allocUnsafeSlow(64 * 1024);
-  private start = 0;
-  private end = 0;
-  private out: Buffer[] = [];
-  private scheduled = false;
-  private nextId = 1;
-  private pending = new Map<number, (r: unknown) => void>();
-  onMessage: (m: { id?: number; method?: string; params?: unknown; result?: unknown }) => void = () => {};
-
-  constructor(readonly socket: net.Socket) {
-    (socket as unknown as { _writableState: { highWaterMark: number } })._writableState.highWaterMark = HWM;
-    socket.on('data', (c: Buffer) => this.read(c));
-    socket.on('error', () => {});
-  }
-
-  get queued(): number {
-    return this.end - this.start + this.socket.writableLength;
-  }
-
-  send(msg: unknown): void {
-    const f = bPackr.pack(msg, RESERVE_START_SPACE | 4);
-    f.writeUInt32BE(f.length - 4, 0);
-    if (this.end + f.length > this.batch.length) {
-      if (this.end > this.start) this.out.push(this.batch.subarray(this.start, this.end));
-      this.batch = Buffer.allocUnsafeSlow(Math.max(64 * 1024, f.length));
-      this.start = this.end = 0;
-    }
-    f.copy(this.batch, this.end);
-    this.end += f.length;
-    if (!this.scheduled) {
-      this.scheduled = true;
-      queueMicrotask(() => {
-        this.scheduled = false;
-        if (this.end > this.start) this.out.push(this.batch.subarray(this.start, this.end));
-        this.start = this.end;
-        for (const b of this.out) this.socket.write(b);
-        this.out = [];
-      });
-    }
-  }
-
-  request(method: string, params: unknown): Promise<unknown> {
-    const id = this.nextId++;
-    this.send({ id, method, params });
-    return new Promise((resolve) => this.pending.set(id, resolve));
-  }
-
-  private read(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
-    for (;;) {
-      if (this.buffered < 4) return;
-      let head = this.chunks[0]!;
-      if (head.length < 4) {
-        head = Buffer.concat(this.chunks);
-        this.chunks = [head];
-      }
-      const n = head.readUInt32BE(0);
-      if (this.buffered < 4 + n) return;
-      let payload: Buffer;
-      if (head.length >= 4 + n) {
-        payload = head.subarray(4, 4 + n);
-        if (head.length === 4 + n) this.chunks.shift();
-        else this.chunks[0] = head.subarray(4 + n);
-      } else {
-        const all = Buffer.concat(this.chunks);
-        payload = all.subarray(4, 4 + n);
-        this.chunks = all.length > 4 + n ? [all.subarray(4 + n)] : [];
-      }
-      this.buffered -= 4 + n;
-      const msg = bUnpackr.unpack(payload) as { id?: number; method?: string; result?: unknown };
-      if (msg.method === undefined && msg.id !== undefined) {
-        const r = this.pending.get(msg.id);
-        this.pending.delete(msg.id);
-        r?.(msg.result);
-      } else this.onMessage(msg);
-    }
-  }
-}
+// The bare baseline (length-prefixed msgpackr, same-tick batching, 256 KiB high-water mark) is the
+// suite's: bench/peers/bare.ts.
 
 // ---- servers (child process) ----
 

@@ -703,10 +703,17 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
    * Closes the connection. Held leases are not released (a disconnect starts their grace period,
    * so this or another process can reclaim them) unless `releaseLeases` is set.
    */
-  async close(opts: { releaseLeases?: boolean } = {}): Promise<void> {
+  async close(opts: { releaseLeases?: boolean; releaseTimeoutMs?: number } = {}): Promise<void> {
     if (this.currentState === 'closed') return;
-    if (opts.releaseLeases && this.currentState === 'connected') {
-      await Promise.all([...this.leases.values()].map((l) => l.release().catch(() => undefined)));
+    if (opts.releaseLeases && this.leases.size > 0) {
+      // Mid-reconnect, wait a little for the daemon: a lease left in grace would, by default,
+      // have its running turn cancelled when the grace ends.
+      const connected = await this.whenConnected({ timeoutMs: opts.releaseTimeoutMs ?? 5_000 }).then(
+        () => true,
+        () => false,
+      );
+      if (connected) await Promise.all([...this.leases.values()].map((l) => l.release().catch(() => undefined)));
+      else this.emit('error', new AstraError('connection_closed', 'closed without releasing control: the daemon could not be reached; the lease stays in its grace period'));
     }
     const conn = this.conn;
     this.shutdownLocally(undefined);

@@ -15,7 +15,7 @@ import {
   type Infer,
   type Session,
 } from '../protocol/index.js';
-import { Connection, checkSocketPath, endpointFor, packWithReserve } from '../ipc/index.js';
+import { Connection, checkSocketPath, endpointFor, packEventBody } from '../ipc/index.js';
 import {
   acquireLock,
   ensurePrivateDir,
@@ -198,7 +198,7 @@ export class Daemon {
       logger: this.log,
       now: this.now,
       // Journal bodies in the wire's encoding: they go out to subscribers as they are.
-      packEventBody: (body) => packWithReserve(body, 0),
+      packEventBody,
     });
     this.hub = new SubscriptionHub(this.runtime, {
       maxQueuedBytes: this.cfg.maxQueuedBytes,

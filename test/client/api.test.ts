@@ -156,6 +156,22 @@ describe('leases', () => {
     expect(lostEvents).toBe(0);
   });
 
+  it('close({ releaseLeases }) while reconnecting after a daemon crash waits, reclaims and releases, leaving control free', async () => {
+    const t = testHome({ ASTRA_LEASE_GRACE_MS: '30000' });
+    const a = await t.client({ clientName: 'a' });
+    const { session } = await a.session.create({});
+    await a.acquireController(session.id);
+    const oldPid = a.daemonPid;
+    process.kill(oldPid, 'SIGKILL');
+    await waitFor('the client to notice', () => a.state === 'reconnecting');
+    await a.close({ releaseLeases: true });
+    // Without the release the lease would sit in its 30 s grace and this acquire would be refused.
+    const b = await t.client({ clientName: 'b' });
+    expect(b.daemonPid).not.toBe(oldPid);
+    const lease = await b.acquireController(session.id);
+    expect(lease.held).toBe(true);
+  });
+
   it('generates an idempotencyKey for turn/start when none is given', async () => {
     const t = testHome();
     const client = await t.client();

@@ -148,13 +148,45 @@ async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Conn
   }
 }
 
-function lastLogLines(logFile: string, n = 15): string {
+function logSize(logFile: string): number {
   try {
-    const text = fs.readFileSync(logFile, 'utf8');
-    return text.trimEnd().split('\n').slice(-n).join('\n');
+    return fs.statSync(logFile).size;
   } catch {
-    return '(no daemon log yet)';
+    return 0;
   }
+}
+
+/** What the daemon we started wrote to its log (from `since`), readable: `LEVEL message: error`. */
+function logLinesSince(logFile: string, since: number, n = 15): string {
+  let text: string;
+  try {
+    const fd = fs.openSync(logFile, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const start = Math.max(since <= size ? since : 0, size - 256 * 1024);
+      const buf = Buffer.alloc(size - start);
+      fs.readSync(fd, buf, 0, buf.length, start);
+      text = buf.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '  (no daemon log yet)';
+  }
+  const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+  const lines = text
+    .split('\n')
+    .filter((l) => l.trim())
+    .slice(-n)
+    .map((line) => {
+      try {
+        const e = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
+        return `  ${LEVELS[e.level ?? 30] ?? 'LOG'} ${e.msg ?? ''}${e.err?.message ? `: ${e.err.message}` : ''}`;
+      } catch {
+        return `  ${line}`; // the daemon's own stderr
+      }
+    });
+  return lines.length ? lines.join('\n') : '  (nothing)';
 }
 
 function daemonEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -224,6 +256,7 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
   try {
     const again = await tryConnect(paths, opts);
     if (again) return again;
+    const logStart = logSize(paths.logFile);
     const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
     let exitCode: number | null | undefined;
     void child.exited.then((code) => (exitCode = code));
@@ -237,7 +270,7 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
       if (exitCode !== undefined && exitCode !== 0) {
         throw new AstraError(
           'spawn_failed',
-          `the daemon exited with code ${exitCode} before answering; its log (${paths.logFile}) ends with:\n${lastLogLines(paths.logFile)}`,
+          `the daemon exited with code ${exitCode} before answering; it wrote to ${paths.logFile}:\n${logLinesSince(paths.logFile, logStart)}`,
           { logFile: paths.logFile, exitCode },
         );
       }
@@ -248,7 +281,7 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
     }
     throw new AstraError(
       'spawn_failed',
-      `the daemon did not answer within ${opts.startTimeoutMs ?? 15_000} ms; its log (${paths.logFile}) ends with:\n${lastLogLines(paths.logFile)}`,
+      `the daemon did not answer within ${opts.startTimeoutMs ?? 15_000} ms; it wrote to ${paths.logFile}:\n${logLinesSince(paths.logFile, logStart)}`,
       { logFile: paths.logFile },
     );
   } finally {

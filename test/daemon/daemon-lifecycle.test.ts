@@ -65,6 +65,16 @@ describe('start-up', () => {
     expect(daemonPids).toEqual([parsed[0].pid]);
   });
 
+  it('a daemon that cannot start: the client fails with spawn_failed quoting what the daemon logged', async () => {
+    const h = home();
+    const r = await runCli(['daemon', 'start'], envFor(h, { ASTRA_IDLE_TIMEOUT_MS: 'soon' }));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/the daemon exited with code 2 before answering/);
+    expect(r.stderr).toMatch(/FATAL daemon failed to start: ASTRA_IDLE_TIMEOUT_MS must be a number of milliseconds/);
+    expect(r.stderr).not.toMatch(/"level"/);
+    expect(processesOfHome(h)).toEqual([]);
+  });
+
   it('after the daemon is SIGKILLed the next client clears the leftovers and starts a new instance', async () => {
     const h = home();
     const env = envFor(h);

@@ -3,7 +3,7 @@
 // composes it with the lease manager and overlays `controller` on the Session objects it returns.
 //
 // Files: <dataDir>/sessions/<id>/journal.astra (the truth), meta.json (a summary so start-up reads no
-// journals; rebuilt from the journal when missing or stale), lease.json (the daemon's lease sidecar).
+// journals; rebuilt from the journal when missing or stale). Leases live with the daemon (leases.json).
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -15,7 +15,6 @@ import { RecordKind } from './journal.js';
 import { silentLogger, type RuntimeLogger } from './logger.js';
 import {
   JOURNAL_FILE,
-  LEASE_FILE,
   META_FILE,
   META_FORMAT_VERSION,
   SessionHost,
@@ -558,22 +557,6 @@ export class Runtime {
     const e = host.append('lease.changed', data);
     await host.sync();
     return e;
-  }
-
-  async saveLeaseState(id: string, state: object): Promise<void> {
-    const host = await this.load(id);
-    writeFileAtomic(path.join(host.dir, LEASE_FILE), JSON.stringify(state), true);
-  }
-
-  async loadLeaseState(id: string): Promise<object | undefined> {
-    const host = await this.load(id);
-    try {
-      const v = JSON.parse(fs.readFileSync(path.join(host.dir, LEASE_FILE), 'utf8')) as unknown;
-      return typeof v === 'object' && v !== null ? v : undefined;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn({ sessionId: id, err: (e as Error).message }, 'lease state unreadable; ignoring it');
-      return undefined;
-    }
   }
 
   // ---- approvals ----

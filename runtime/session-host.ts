@@ -80,7 +80,6 @@ function eventFromBody(sessionId: string, body: Buffer): SessionEvent | undefine
 export const META_FORMAT_VERSION = 1;
 export const JOURNAL_FILE = 'journal.astra';
 export const META_FILE = 'meta.json';
-export const LEASE_FILE = 'lease.json';
 
 /** Small per-session summary kept beside the journal so start-up does not read journals. */
 export interface SessionMeta {

@@ -11,6 +11,8 @@ import {
   runCli,
   waitFor,
   useTempHomes,
+  CLI,
+  startNode,
 } from '../helpers/processes.js';
 
 const home = useTempHomes();
@@ -131,6 +133,21 @@ describe('astra daemon status/start/stop', () => {
       expect(r3.code).toBe(1);
       expect(r3.stderr).toMatch(/owned by/i);
     }
+  });
+
+  it('start --foreground serves from the terminal process and Ctrl-C (SIGINT) stops it cleanly', async () => {
+    const h = home();
+    const env = envFor(h);
+    const fg = startNode([CLI, 'daemon', 'start', '--foreground', '--idle-timeout', '0'], env);
+    const exited = new Promise<number | null>((resolve) => fg.on('exit', (code) => resolve(code)));
+    const record = await waitFor('the foreground daemon to publish its record', () => readRecordFile(h));
+    expect(record.pid).toBe(fg.pid);
+    const s = await runCli(['daemon', 'status', '--json'], env);
+    expect(JSON.parse(s.stdout)).toMatchObject({ running: true, pid: fg.pid, idleTimeoutMs: 0 });
+    fg.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(fs.existsSync(recordPath(h))).toBe(false);
+    expect(fs.existsSync(record.endpoint)).toBe(false);
   });
 
   it('SIGTERM makes the daemon exit 0 with its record and socket removed', async () => {

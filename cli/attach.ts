@@ -141,10 +141,10 @@ class Attach {
         this.notice(`reconnected${daemonRestarted ? ` to a restarted daemon (pid ${daemonPid})` : ''}${this.isController ? '; still the controller' : ''}`, 'green');
         this.refresh();
       }),
-      c.on('leaseLost', ({ sessionId, reason }) => {
+      c.on('leaseLost', ({ sessionId, reason, holder }) => {
         if (sessionId !== this.id) return;
-        // The lease.changed event naming the new holder comes before lease/revoked on the same connection.
-        const by = reason === 'takeover' && this.controller ? ` by ${describeHolder(this.controller)}` : '';
+        const newHolder = holder ?? this.controller;
+        const by = reason === 'takeover' && newHolder ? ` by ${describeHolder(newHolder)}` : '';
         this.leaseNote = reason === 'takeover' ? `taken over${by}` : `lost (${reason})`;
         this.dropApproval(new AstraError('not_controller', 'control was lost'));
         this.notice(`control ${this.leaseNote}; now observing — Ctrl-T takes it back`, 'yellow');

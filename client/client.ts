@@ -69,6 +69,8 @@ export type ApprovalHandler = (request: ApprovalRequest) => Decision | { decisio
 
 export type ClientState = 'connected' | 'reconnecting' | 'closed';
 
+export type LeaseHolderInfo = NonNullable<ServerNotificationParams<'lease/revoked'>['holder']>;
+
 export interface ClientEvents {
   /** The connection dropped (not by close()); the client is reconnecting unless reconnect is off. */
   disconnected: { error: AstraError | undefined; daemonShuttingDown: boolean };
@@ -77,7 +79,8 @@ export interface ClientEvents {
   /** The new connection reached a different daemon instance (the old one crashed, stopped or was replaced). */
   daemonRestarted: { previousInstanceId: string; instanceId: string; daemonPid: number };
   /** Control of a session was lost: taken over, expired, or not reclaimable after a reconnect. */
-  leaseLost: { sessionId: string; reason: string; lease: ControllerLease; error?: AstraError };
+  /** `holder` is who controls the session now, when the daemon said (after a takeover). */
+  leaseLost: { sessionId: string; reason: string; lease: ControllerLease; error?: AstraError; holder?: LeaseHolderInfo };
   /** A lease was reclaimed after a reconnect; its resumeToken changed (persist the new one). */
   leaseReclaimed: { sessionId: string; lease: ControllerLease };
   /** Something went wrong outside any call: a bad frame from the daemon, or the client gave up reconnecting (then it is closed). */
@@ -313,11 +316,11 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     }
   }
 
-  private dropLease(lease: ControllerLease, reason: string, error: AstraError | undefined, notify: boolean): void {
+  private dropLease(lease: ControllerLease, reason: string, error: AstraError | undefined, notify: boolean, holder?: LeaseHolderInfo): void {
     if (this.leases.get(lease.sessionId) !== lease) return;
     this.leases.delete(lease.sessionId);
     lease.markLost(reason);
-    if (notify) this.emit('leaseLost', { sessionId: lease.sessionId, reason, lease, ...(error ? { error } : {}) });
+    if (notify) this.emit('leaseLost', { sessionId: lease.sessionId, reason, lease, ...(error ? { error } : {}), ...(holder ? { holder } : {}) });
   }
 
   // ---- approvals ----
@@ -469,7 +472,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         const lease = this.leases.get(p.sessionId);
         if (!lease || lease.releasing) return;
         if (p.epoch !== undefined && p.epoch !== null && p.epoch < lease.epoch) return; // about an older grant
-        this.dropLease(lease, p.reason, undefined, true);
+        this.dropLease(lease, p.reason, undefined, true, p.holder ?? undefined);
         return;
       }
       case 'daemon/shuttingDown':

@@ -7,6 +7,7 @@ export {
   type ApprovalRequest,
   type ClientEvents,
   type ClientState,
+  type LeaseHolderInfo,
 } from './client.js';
 export { OutcomeUnknownError } from './errors.js';
 export { Subscription, type SubscribeOptions } from './subscription.js';

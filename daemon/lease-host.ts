@@ -148,6 +148,7 @@ export class LeaseHost {
           sessionId: change.sessionId,
           reason: change.revoked.reason,
           epoch: change.epoch,
+          ...(change.holder ? { holder: change.holder } : {}),
         });
       }
       if (change.holder && (change.reason === 'acquired' || change.reason === 'takeover' || change.reason === 'reclaimed')) {

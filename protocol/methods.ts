@@ -257,7 +257,13 @@ export const SERVER_NOTIFICATIONS = {
   'session/events': obj({ sessionId: sessionId(), events: arr(eventEnvelopeSchema) }),
   'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq() }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
-  'lease/revoked': obj({ sessionId: sessionId(), reason: str(), epoch: opt(epoch()) }),
+  'lease/revoked': obj({
+    sessionId: sessionId(),
+    reason: str(),
+    epoch: opt(epoch()),
+    /** Who controls the session now (after a takeover); absent when nobody does. */
+    holder: opt(obj({ connectionId: str(), clientName: str(), pid: opt(int()) })),
+  }),
   'daemon/shuttingDown': obj({ reason: str() }),
 } as const;
 

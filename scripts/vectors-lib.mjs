@@ -295,7 +295,7 @@ export function buildVectors(p, ipc) {
       ],
     },
   }, { method: 'session/events' });
-  add('notification-lease-revoked', '', D2C, 'notification', { method: 'lease/revoked', params: { sessionId: SESSION_ID, reason: 'takeover', epoch: 1 } }, { method: 'lease/revoked' });
+  add('notification-lease-revoked', '', D2C, 'notification', { method: 'lease/revoked', params: { sessionId: SESSION_ID, reason: 'takeover', epoch: 2, holder: { connectionId: 'c_0002', clientName: 'astra attach', pid: 4242 } } }, { method: 'lease/revoked' });
   add('notification-daemon-shutting-down', '', D2C, 'notification', { method: 'daemon/shuttingDown', params: { reason: 'astra daemon stop' } }, { method: 'daemon/shuttingDown' });
 
   // ---- events (session/event notifications), one per type ----

@@ -84,7 +84,8 @@ describe('leases over the wire', () => {
     // Takeover: control moves, the old controller is told, and its next write is stale.
     const taken = await obs1.call('lease/acquire', { sessionId, takeover: true });
     expect(taken.epoch).toBeGreaterThan(lease.epoch);
-    await ctl.next((l) => l.note === 'lease/revoked' && l.params.sessionId === sessionId);
+    const revoked = await ctl.next((l) => l.note === 'lease/revoked' && l.params.sessionId === sessionId);
+    expect(revoked.params).toMatchObject({ reason: 'takeover', epoch: taken.epoch, holder: { clientName: 'observer-1', connectionId: obs1.connectionId } });
     const stale = await ctl.callError('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo late' }, idempotencyKey: 'k3' });
     expect(stale.reason).toBe('stale_epoch');
     await obs2.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'takeover');

@@ -71,6 +71,16 @@ function checkHeader(file: string, h: Buffer): void {
   if (version < 1) throw new AstraError('journal_corrupt', `${file} has an invalid format version ${version}.`, { file });
 }
 
+/** Records are queued in arenas of this size (a tick's worth of small events in one buffer). */
+const ARENA_BYTES = 256 * 1024;
+
+const kindCrcs = new Map<number, number>();
+function kindCrc(kind: number): number {
+  let c = kindCrcs.get(kind);
+  if (c === undefined) kindCrcs.set(kind, (c = crc32(Uint8Array.of(kind))));
+  return c;
+}
+
 export function encodeRecord(kind: number, body: Uint8Array): Buffer {
   const rec = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
   rec.writeUInt32BE(1 + body.length, 0);
@@ -117,6 +127,9 @@ export class SessionJournal {
   private synced: number;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+  private arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
+  private arenaStart = 0;
+  private arenaEnd = 0;
   private syncing: Promise<void> | undefined;
   private closed = false;
   private failure: Error | undefined;
@@ -210,26 +223,60 @@ export class SessionJournal {
 
   /** Queues one record; returns the file offset it will occupy. */
   append(kind: number, body: Uint8Array): number {
-    if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
-    if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
-    const rec = encodeRecord(kind, body);
-    const offset = this.written + this.pendingBytes;
-    this.pending.push(rec);
-    this.pendingBytes += rec.length;
-    return offset;
+    return this.queue(kind, body, false).offset;
   }
 
   /** Like append, and also returns the stored copy of the body (a view into the queued record), safe to keep. */
   appendKeepingBody(kind: number, body: Uint8Array): { offset: number; body: Buffer } {
-    const offset = this.append(kind, body);
-    const rec = this.pending[this.pending.length - 1]!;
-    return { offset, body: rec.subarray(RECORD_HEADER_BYTES + 1) };
+    const q = this.queue(kind, body, true);
+    return { offset: q.offset, body: q.body! };
+  }
+
+  /**
+   * Records are written straight into an arena (no buffer per record, no concatenation at flush);
+   * bytes once written there are never rewritten, so the body views handed out stay valid — a full
+   * arena is replaced, not reused. Large records get a buffer of their own.
+   */
+  private queue(kind: number, body: Uint8Array, keepBody: boolean): { offset: number; body?: Buffer } {
+    if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
+    if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
+    const n = RECORD_HEADER_BYTES + 1 + body.length;
+    const offset = this.written + this.pendingBytes;
+    this.pendingBytes += n;
+    if (n > ARENA_BYTES / 4) {
+      this.sealArena();
+      const rec = encodeRecord(kind, body);
+      this.pending.push(rec);
+      return { offset, body: keepBody ? rec.subarray(RECORD_HEADER_BYTES + 1) : undefined };
+    }
+    if (this.arenaEnd + n > this.arena.length) {
+      this.sealArena();
+      this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
+      this.arenaStart = this.arenaEnd = 0;
+    }
+    const a = this.arena;
+    const at = this.arenaEnd;
+    a.writeUInt32BE(1 + body.length, at);
+    a[at + 8] = kind;
+    a.set(body, at + 9);
+    // The checksum covers kind + body: chain from the kind byte's CRC instead of slicing the record.
+    a.writeUInt32BE(crc32(body, kindCrc(kind)), at + 4);
+    this.arenaEnd = at + n;
+    return { offset, body: keepBody ? a.subarray(at + 9, at + n) : undefined };
+  }
+
+  private sealArena(): void {
+    if (this.arenaEnd > this.arenaStart) {
+      this.pending.push(this.arena.subarray(this.arenaStart, this.arenaEnd));
+      this.arenaStart = this.arenaEnd;
+    }
   }
 
   /** Writes everything queued with one write. Throws (and poisons the journal) on I/O failure. */
   flush(): void {
     if (this.pendingBytes === 0) return;
     if (this.failure) throw this.failure;
+    this.sealArena();
     const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;

@@ -241,7 +241,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
           if (policy.readOnly) continue;
           throw new OutcomeUnknownError(method, { ...(sessionId !== undefined ? { sessionId } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), cause: err });
         }
-        if (err.reason === 'request_timeout' && !policy.readOnly && !callOpts.signal?.aborted)
+        if (err.reason === 'request_timeout' && !policy.readOnly)
           throw new OutcomeUnknownError(method, { ...(sessionId !== undefined ? { sessionId } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), cause: err });
         if (err.reason === 'overloaded' && policy.readOnly && overloadAttempt < OVERLOAD_RETRIES) {
           await sleep(backoffDelay(overloadAttempt++, OVERLOAD_BACKOFF), this.closeController.signal);

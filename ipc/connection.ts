@@ -560,8 +560,7 @@ export class Connection {
 
   private abortError(method: string, signal: AbortSignal): AstraError {
     if (signal.reason instanceof AstraError) return signal.reason;
-    // ERRORS has no "cancelled" reason; an abort is the caller giving up waiting, like a timeout.
-    return new AstraError('request_timeout', `${this.label}: ${method} was aborted by the caller`, { method, aborted: true });
+    return new AstraError('request_cancelled', `${this.label}: ${method} was cancelled by the caller`, { method });
   }
 
   private finish(): void {

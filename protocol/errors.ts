@@ -22,6 +22,7 @@ export const ERRORS = {
   connection_closed: { code: -33012, summary: 'The connection closed before the request was answered.' },
   request_timeout: { code: -33013, summary: 'No answer arrived within the request timeout.' },
   shutting_down: { code: -33014, summary: 'The daemon is shutting down; reconnect to start a new one.' },
+  request_cancelled: { code: -33015, summary: 'The caller cancelled the request (its AbortSignal fired) before an answer came; a mutation may still take effect.' },
   not_found: { code: -33020, summary: 'No such session, turn or approval.' },
   not_controller: { code: -33021, summary: 'Only the session\'s controller may do this; acquire the lease first.' },
   stale_epoch: { code: -33022, summary: 'The epoch is older than the session\'s current lease epoch; control was taken over.' },

@@ -169,7 +169,7 @@ describe('Connection', () => {
     const ac = new AbortController();
     const p = client.request('hang', {}, { signal: ac.signal });
     ac.abort();
-    await expect(p).rejects.toMatchObject({ reason: 'request_timeout', data: { aborted: true } });
+    await expect(p).rejects.toMatchObject({ reason: 'request_cancelled', code: -33015 });
     expect(client.pendingRequests).toBe(0);
   });
 

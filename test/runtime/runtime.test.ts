@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { isAstraError } from '../../protocol/index.js';
-import { JOURNAL_FILE, RecordKind, Runtime, SessionJournal, silentLogger, type Engine, type RuntimeOptions } from '../../runtime/index.js';
+import { Packr } from 'msgpackr';
+import { JOURNAL_FILE, RecordKind, Runtime, SessionJournal, encodeRecord, silentLogger, type Engine, type RuntimeOptions } from '../../runtime/index.js';
 import { tempDir, waitFor } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -256,6 +257,32 @@ describe('runtime', () => {
     ({ rt } = await open(d));
     const list = await rt.listSessions({});
     expect(list.sessions[0]).toMatchObject({ id: s.id, title: 'kept', approvalPolicy: 'auto', onControllerLost: 'continue', headSeq: 2 });
+    await rt.close();
+  });
+
+  it('reads event records of the first format (an array body) next to current ones', async () => {
+    const d = setupDir();
+    let { rt } = await open(d);
+    const s = await rt.createSession({ title: 'old' });
+    await rt.renameSession(s.id, 'older'); // seq 2, current format
+    await rt.close();
+    // Append seq 3 the way the first format stored events: [seq, ts, type, data].
+    const file = path.join(d, 'sessions', s.id, JOURNAL_FILE);
+    const oldStyle = encodeRecord(RecordKind.event, new Packr({ useRecords: false }).pack([3, 1_700_000_000_000, 'message.delta', { turnId: 't_old', text: 'from the past' }]));
+    fs.appendFileSync(file, oldStyle);
+    ({ rt } = await open(d)); // the meta no longer matches the journal: the session is rebuilt from it
+    const read = await rt.readSession(s.id, { sinceSeq: 0 });
+    expect(read.headSeq).toBe(3);
+    expect(read.events.map((e) => [e.seq, e.type])).toEqual([
+      [1, 'session.created'],
+      [2, 'session.updated'],
+      [3, 'message.delta'],
+    ]);
+    expect(read.events[2]!.data).toEqual({ turnId: 't_old', text: 'from the past' });
+    expect(read.events[2]!.ts).toBe(1_700_000_000_000);
+    // And the session goes on with seq 4.
+    await rt.renameSession(s.id, 'newer');
+    expect((await rt.getSession(s.id)).headSeq).toBe(4);
     await rt.close();
   });
 

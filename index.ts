@@ -16,6 +16,7 @@ export {
   type ApprovalRequest,
   type ClientEvents,
   type ClientState,
+  type LeaseHolderInfo,
   type SubscribeOptions,
   type PersistedLease,
   type Listener,

@@ -18,6 +18,7 @@ import {
   META_FILE,
   META_FORMAT_VERSION,
   SessionHost,
+  sessionFromMeta,
   writeFileAtomic,
   type HostOptions,
   type SessionMeta,
@@ -342,28 +343,11 @@ export class Runtime {
       if (start < 0) start = rows.length;
     }
     const page = rows.slice(start, start + limit);
-    const sessions = page.map((r) => (r.entry.host ? r.entry.host.toSession() : this.sessionFromMeta(r.entry.meta!)));
+    const sessions = page.map((r) => (r.entry.host ? r.entry.host.toSession() : sessionFromMeta(r.entry.meta!, r.entry.meta!.archived ? 'archived' : 'idle', r.entry.meta!.headSeq)));
     const last = page[page.length - 1];
     const result: { sessions: Session[]; nextCursor?: string } = { sessions };
     if (last && start + limit < rows.length) result.nextCursor = encodeCursor(last.createdAt, last.id);
     return result;
-  }
-
-  private sessionFromMeta(m: SessionMeta): Session {
-    const s: Session = {
-      id: m.id,
-      title: m.title,
-      cwd: m.cwd,
-      engine: m.engine,
-      approvalPolicy: m.approvalPolicy,
-      state: m.archived ? 'archived' : 'idle',
-      createdAt: m.createdAt,
-      updatedAt: m.updatedAt,
-      headSeq: m.headSeq,
-      epoch: m.epoch,
-    };
-    if (m.onControllerLost) s.onControllerLost = m.onControllerLost;
-    return s;
   }
 
   async readSession(

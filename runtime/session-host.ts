@@ -77,6 +77,25 @@ function eventFromBody(sessionId: string, body: Buffer): SessionEvent | undefine
   return event;
 }
 
+/** The wire view of a session from its meta (the daemon overlays `controller`). */
+export function sessionFromMeta(m: SessionMeta, state: SessionState, headSeq: number, runningTurnId?: string): Session {
+  const s: Session = {
+    id: m.id,
+    title: m.title,
+    cwd: m.cwd,
+    engine: m.engine,
+    approvalPolicy: m.approvalPolicy,
+    state,
+    createdAt: m.createdAt,
+    updatedAt: m.updatedAt,
+    headSeq,
+    epoch: m.epoch,
+  };
+  if (m.onControllerLost) s.onControllerLost = m.onControllerLost;
+  if (runningTurnId !== undefined) s.runningTurnId = runningTurnId;
+  return s;
+}
+
 export const META_FORMAT_VERSION = 1;
 export const JOURNAL_FILE = 'journal.astra';
 export const META_FILE = 'meta.json';
@@ -593,22 +612,7 @@ export class SessionHost {
   }
 
   toSession(): Session {
-    const m = this.meta;
-    const s: Session = {
-      id: m.id,
-      title: m.title,
-      cwd: m.cwd,
-      engine: m.engine,
-      approvalPolicy: m.approvalPolicy,
-      state: this.state,
-      createdAt: m.createdAt,
-      updatedAt: m.updatedAt,
-      headSeq: this.publishedSeq,
-      epoch: m.epoch,
-    };
-    if (m.onControllerLost) s.onControllerLost = m.onControllerLost;
-    if (this.running) s.runningTurnId = this.running.turnId;
-    return s;
+    return sessionFromMeta(this.meta, this.state, this.publishedSeq, this.running?.turnId);
   }
 
   writeMeta(durable: boolean): void {

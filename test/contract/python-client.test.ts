@@ -1,13 +1,13 @@
 // A second language speaks Astra: the Python client runs a whole approved turn against a real
 // daemon, and Python's msgpack reads every wire test vector exactly as its JSON meaning says.
 import { describe, it, expect, afterEach } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as protocol from '../../protocol/index.js';
 import * as ipc from '../../ipc/index.js';
-import { ROOT, cleanupHome, envFor, isAlive, makeHome, readRecordFile, runCli } from '../helpers/processes.js';
+import { ROOT, cleanupHome, envFor, isAlive, makeHome, readRecordFile, runCli, runCommand } from '../helpers/processes.js';
 import { fromMeaning, maxFrameMessage, renderVector, type WireVector } from '../../scripts/vectors-lib.mjs';
 
 const CLIENT = path.join(ROOT, 'clients', 'python', 'astra_client.py');
@@ -29,34 +29,7 @@ function requirePython(): string {
   return python;
 }
 
-interface Outcome {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, pids: number[]): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    if (child.pid) pids.push(child.pid);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${cmd} ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = runCommand;
 
 interface WireEvent {
   sessionId: string;

@@ -34,16 +34,26 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_00
 }
 
 export function runNode(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RunResult> {
+  return runCommand(process.execPath, args, env, timeoutMs);
+}
+
+/** Runs a command to completion with a deadline; `pids` collects its pid for cleanup. */
+export function runCommand(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000, pids: number[] = []): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid) pids.push(child.pid);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`node ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new Error(`${cmd} ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });

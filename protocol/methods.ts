@@ -7,7 +7,7 @@ import {
   ON_CONTROLLER_LOST,
   TURN_STATUSES,
   epoch,
-  eventEnvelopeSchema,
+  sessionEventSchema,
   seq,
   sessionId,
   sessionSchema,
@@ -157,7 +157,7 @@ export const METHODS = {
   'session/read': method({
     summary: 'A session snapshot and its events after sinceSeq, paginated by count and bytes.',
     params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()), limit: opt(int({ min: 1, max: 100_000 })) }),
-    result: obj({ session: sessionSchema, events: arr(eventEnvelopeSchema), headSeq: seq(), nextSeq: opt(seq()) }),
+    result: obj({ session: sessionSchema, events: arr(sessionEventSchema), headSeq: seq(), nextSeq: opt(seq()) }),
     policy: READ,
   }),
   'session/subscribe': method({
@@ -252,9 +252,9 @@ export const CLIENT_NOTIFICATIONS = {
 } as const;
 
 export const SERVER_NOTIFICATIONS = {
-  'session/event': eventEnvelopeSchema,
+  'session/event': sessionEventSchema,
   /** Sent instead of several `session/event`s, only to connections that set capabilities.batchEvents. */
-  'session/events': obj({ sessionId: sessionId(), events: arr(eventEnvelopeSchema) }),
+  'session/events': obj({ sessionId: sessionId(), events: arr(sessionEventSchema) }),
   'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq() }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
   'lease/revoked': obj({

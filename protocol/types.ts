@@ -1,5 +1,5 @@
 // Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
-import { bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
+import { type Schema, bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
 
 /** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
 export const timestamp = () => int({ min: 0 });
@@ -105,3 +105,18 @@ export const eventEnvelopeSchema = obj({
   type: str(),
   data: obj({}),
 });
+
+/**
+ * A whole event: the envelope, and the data of a known type checked against EVENT_DATA (an unknown
+ * type from a newer daemon passes with any data). Its JSON Schema is the envelope's.
+ */
+export const sessionEventSchema: Schema<SessionEvent> = {
+  check(value, path) {
+    const problem = eventEnvelopeSchema.check(value, path);
+    if (problem) return problem;
+    const e = value as { type: string; data: unknown };
+    const data = (EVENT_DATA as Record<string, Schema<unknown>>)[e.type];
+    return data?.check(e.data, `${path}(${e.type}).data`);
+  },
+  json: () => eventEnvelopeSchema.json(),
+};

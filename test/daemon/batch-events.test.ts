@@ -13,7 +13,7 @@ interface Note {
 
 /** A bare ipc Connection that does its own handshake, recording every notification. */
 async function rawClient(env: NodeJS.ProcessEnv, name: string, batchEvents: boolean | undefined): Promise<{ conn: Connection; notes: Note[] }> {
-  const record = readRecord(resolvePaths(env).recordPath);
+  const record = readRecord(resolvePaths(env).recordPath)!;
   const socket = net.connect(record.endpoint);
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxFrameBytes, maxOutgoingBytes: LIMITS.maxRequestBytes, label: name });

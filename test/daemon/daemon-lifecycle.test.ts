@@ -85,7 +85,7 @@ describe('start-up', () => {
     expect(fs.existsSync(first.endpoint)).toBe(true);
     const r = await runNode([CLIENT], env);
     const out = JSON.parse(r.stdout.trim());
-    expect(out).toMatchObject({ ok: true, spawned: true });
+    expect(out, JSON.stringify(out)).toMatchObject({ ok: true, spawned: true });
     expect(out.instanceId).not.toBe(first.instanceId);
     expect(readRecordFile(h)!.instanceId).toBe(out.instanceId);
   });

@@ -14,7 +14,16 @@ const dirs: string[] = [];
 beforeAll(() => ensureBuilt(), 180_000);
 
 afterEach(() => {
-  for (const child of children.splice(0)) if (child.pid && child.exitCode === null) process.kill(child.pid, 'SIGKILL');
+  for (const child of children.splice(0)) {
+    // It may exit between the check and the kill (a test that killed it itself): ESRCH is fine.
+    if (child.pid && child.exitCode === null) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+      }
+    }
+  }
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -137,14 +137,23 @@ export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): 
 
 /** Reads the record and connects; undefined when no daemon answers there. */
 async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Connected | undefined> {
-  const record = readUsableRecord(paths.recordPath);
-  if (!record) return undefined;
-  try {
-    const { conn, init } = await handshake(record, opts);
-    return { conn, init, record, paths, spawned: false };
-  } catch (e) {
-    if (isNoDaemonError(e)) return undefined;
-    throw e;
+  for (let attempt = 0; ; attempt++) {
+    const record = readUsableRecord(paths.recordPath);
+    if (!record) return undefined;
+    try {
+      const { conn, init } = await handshake(record, opts);
+      return { conn, init, record, paths, spawned: false };
+    } catch (e) {
+      if (isNoDaemonError(e)) return undefined;
+      // A new daemon listens before it publishes its record: with a stale record we reach it with
+      // the old token. Read the record again; if it has not changed yet, the daemon is not ready.
+      if (e instanceof AstraError && e.reason === 'unauthorized') {
+        const now = readUsableRecord(paths.recordPath);
+        if (attempt === 0 && now && now.token !== record.token) continue;
+        if (!now || now.token === record.token) return undefined;
+      }
+      throw e;
+    }
   }
 }
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';
 import { isProcessAlive, removeRecordIfOwned, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
-import { connectOrSpawn, handshake, isNoDaemonError, readUsableRecord } from '../client/connect.js';
+import { connectOrSpawn, handshake, readUsableRecord } from '../client/connect.js';
 import { parseDuration } from '../daemon/duration.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
 import { CLI_VERSION, ExitCode, fail, style, type Output } from './output.js';
@@ -17,18 +17,16 @@ interface RunningDaemon {
 
 /** Asks a running daemon for its status; never starts one. */
 async function queryRunning(env: NodeJS.ProcessEnv): Promise<RunningDaemon | undefined> {
-  const record = readUsableRecord(resolvePaths(env).recordPath);
-  if (!record) return undefined;
   let connected;
   try {
-    connected = await handshake(record, { ...CLIENT, requestTimeoutMs: 5_000 });
+    connected = await connectOrSpawn({ ...CLIENT, env, autoStart: false, requestTimeoutMs: 5_000 });
   } catch (e) {
-    if (isNoDaemonError(e)) return undefined;
+    if (e instanceof AstraError && e.reason === 'daemon_not_running') return undefined;
     throw e;
   }
   try {
     const status = (await connected.conn.request('daemon/status', {})) as DaemonStatus;
-    return { record, status };
+    return { record: connected.record, status };
   } finally {
     connected.conn.close();
   }

@@ -65,7 +65,7 @@ export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** The connect or handshake failed because nobody (alive) serves the endpoint. */
-export function isNoDaemonError(e: unknown): boolean {
+function isNoDaemonError(e: unknown): boolean {
   if (e instanceof AstraError) return e.reason === 'connection_closed' || e.reason === 'shutting_down';
   const code = (e as NodeJS.ErrnoException).code;
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ENOTSOCK' || code === 'EPIPE' || code === 'ECONNRESET';

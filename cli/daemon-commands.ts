@@ -84,7 +84,7 @@ function looksLikeDaemon(pid: number): boolean {
   if (process.platform !== 'linux') return true;
   try {
     const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-    return /daemon[\\/]main\.js/.test(cmdline) || /astra.*daemon.*--foreground/.test(cmdline);
+    return /daemon(-bundle)?[\\/]main\.js/.test(cmdline) || /astra.*daemon.*--foreground/.test(cmdline);
   } catch {
     return false;
   }

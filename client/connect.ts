@@ -59,7 +59,13 @@ export function envFor(opts: { home?: string; env?: NodeJS.ProcessEnv }): NodeJS
 export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.ASTRA_DAEMON_ENTRY) return env.ASTRA_DAEMON_ENTRY;
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.join(here, '..', 'daemon', 'main.js'), path.join(here, '..', 'dist', 'daemon', 'main.js')];
+  // The bundled daemon (scripts/bundle.mjs) when the build made one: it starts faster and smaller.
+  const candidates = [
+    path.join(here, '..', 'daemon-bundle', 'main.js'),
+    path.join(here, '..', 'daemon', 'main.js'),
+    path.join(here, '..', 'dist', 'daemon-bundle', 'main.js'),
+    path.join(here, '..', 'dist', 'daemon', 'main.js'),
+  ];
   for (const c of candidates) if (fs.existsSync(c)) return c;
   throw new AstraError('spawn_failed', `cannot find the daemon entry point (looked at ${candidates.join(', ')}); run npm run build`);
 }

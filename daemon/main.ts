@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The daemon's entry point: `node dist/daemon/main.js [--idle-timeout <ms|10m>]`. Normally spawned
-// detached by a client or by `astra daemon start`, with stdout and stderr going to the log file.
+// The daemon's entry point: `node dist/daemon/main.js [--idle-timeout <ms|10m>]` (clients start the
+// bundled copy, dist/daemon-bundle/main.js, when the build made one). Normally spawned detached by a
+// client or by `astra daemon start`, with stdout and stderr going to the log file.
 import fs from 'node:fs';
 import { AstraError } from '../protocol/index.js';
 import { resolvePaths } from '../discovery/index.js';

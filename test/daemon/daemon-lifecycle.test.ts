@@ -60,7 +60,7 @@ describe('start-up', () => {
     expect(ids.size).toBe(1);
     expect(parsed.filter((p) => p.spawned)).toHaveLength(1);
     const daemonPids = processesOfHome(h).filter((pid) =>
-      fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('daemon/main.js'),
+      /daemon(-bundle)?\/main\.js/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')),
     );
     expect(daemonPids).toEqual([parsed[0].pid]);
   });

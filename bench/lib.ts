@@ -5,13 +5,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { daemonEntryPath } from '../client/connect.js';
 
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** dist/ (the compiled package root). */
 export const DIST = path.resolve(HERE, '..');
 export const WORKER = path.join(HERE, 'worker.js');
 export const CLI = path.join(DIST, 'cli', 'main.js');
-export const DAEMON = path.join(DIST, 'daemon', 'main.js');
+/** The daemon entry clients start (the bundled one when the build made it). */
+export const DAEMON = daemonEntryPath();
 
 export const RT_WARMUP = 1_000;
 export const RT_CALLS = 10_000;

@@ -157,9 +157,11 @@ async function measure(kind: string): Promise<{ p50: number; p99: number; callsP
     received = 0;
     const done = new Promise<void>((resolve) => (onAll = resolve));
     const t1 = process.hrtime.bigint();
-    void client.request('stream', { count: STREAM_EVENTS });
+    const answered = client.request('stream', { count: STREAM_EVENTS });
     await done;
     const streamSec = Number(process.hrtime.bigint() - t1) / 1e9;
+    // The answer follows the last event: wait for it, or closing would reject it unhandled.
+    await answered;
     client.close();
     return {
       p50: lat[Math.floor(RT_CALLS * 0.5)]!,

@@ -100,6 +100,24 @@ describe('astra daemon status/start/stop', () => {
     expect(logs.stdout).not.toMatch(/^\{/m);
   });
 
+  it('logs -f follows new lines as the daemon writes them, readable', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect(await runCli(['daemon', 'start'], env)).toMatchObject({ code: 0 });
+    const follower = startNode([CLI, 'daemon', 'logs', '-f', '-n', '1'], env);
+    let seen = '';
+    follower.stdout!.on('data', (d: Buffer) => (seen += d.toString()));
+    try {
+      await waitFor('the last line', () => seen.includes('INFO'));
+      const before = seen;
+      expect((await runCli(['daemon', 'status'], env)).code).toBe(0); // a client connects: the daemon logs it
+      await waitFor('a followed line', () => seen.length > before.length && /client connected.*client=astra-cli/.test(seen.slice(before.length)));
+      expect(seen).not.toMatch(/^\{"level"/m);
+    } finally {
+      follower.kill('SIGKILL');
+    }
+  });
+
   it('a socket path over 103 bytes is refused with a message naming ASTRA_HOME', async () => {
     const base = home();
     const deep = path.join(base, 'x'.repeat(60), 'y'.repeat(40));

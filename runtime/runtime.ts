@@ -149,7 +149,10 @@ export class Runtime {
       groupCommitMs: opts.groupCommitMs ?? 5,
       cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
-      onPublish: (e) => this.emit('event', e),
+      // Every event passes here: skip the emit (and its argument array) when nobody listens.
+      onPublish: (e) => {
+        if (this.listeners.event.length > 0) this.emit('event', e);
+      },
     };
   }
 

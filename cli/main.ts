@@ -16,7 +16,7 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-// The bundled program (scripts/bundle-cli.mjs) when the build made one, else the plain modules.
+// The bundled program (scripts/bundle.mjs) when the build made one, else the plain modules.
 const bundled = new URL('../cli-bundle/program.js', import.meta.url);
 const { main } = (await import(bundled.href).catch((e: NodeJS.ErrnoException) => {
   if (e.code !== 'ERR_MODULE_NOT_FOUND') throw e;

@@ -42,6 +42,20 @@ const output = (events: Line[]) =>
     .map((e) => e.data.data)
     .join('');
 
+/** A controller starts a command that an observer watches, and is SIGKILLed once output flows. */
+async function controllerDiesMidTurn(driver: (name: string) => Promise<Driver>, command: string) {
+  const ctl = await driver('controller');
+  const obs = await driver('observer');
+  const { session } = await ctl.call('session/create', { approvalPolicy: 'auto' });
+  const sessionId = session.id as string;
+  await obs.call('session/subscribe', { sessionId });
+  const lease = await ctl.call('lease/acquire', { sessionId });
+  const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: command }, idempotencyKey: 't1' });
+  await obs.next((l) => l.note === 'session/event' && l.params.type === 'command.output');
+  ctl.kill('SIGKILL');
+  return { obs, sessionId, lease, turnId: turnId as string };
+}
+
 describe('leases over the wire', () => {
   it('three clients on one session: observers see every event in order, observers cannot write, takeover moves control and the old epoch is stale', async () => {
     const { driver } = await setup();
@@ -98,15 +112,7 @@ describe('leases over the wire', () => {
 
   it('a controller SIGKILLed mid-turn: observers see grace, a new process reclaims with the resume token and the turn kept running', async () => {
     const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '20000' });
-    const ctl = await driver('controller');
-    const obs = await driver('observer');
-    const { session } = await ctl.call('session/create', { approvalPolicy: 'auto' });
-    const sessionId = session.id as string;
-    await obs.call('session/subscribe', { sessionId });
-    const lease = await ctl.call('lease/acquire', { sessionId });
-    const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo started; sleep 2; echo finished' }, idempotencyKey: 't1' });
-    await obs.next((l) => l.note === 'session/event' && l.params.type === 'command.output');
-    ctl.kill('SIGKILL');
+    const { obs, sessionId, lease, turnId } = await controllerDiesMidTurn(driver, 'echo started; sleep 2; echo finished');
     const grace = await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'grace');
     expect(grace.params.data.graceUntil).toBeGreaterThan(Date.now());
 
@@ -121,15 +127,7 @@ describe('leases over the wire', () => {
 
   it('when nobody reclaims, grace expiry cancels the running turn and releases the lease', async () => {
     const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '800' });
-    const ctl = await driver('controller');
-    const obs = await driver('observer');
-    const { session } = await ctl.call('session/create', { approvalPolicy: 'auto' });
-    const sessionId = session.id as string;
-    await obs.call('session/subscribe', { sessionId });
-    const lease = await ctl.call('lease/acquire', { sessionId });
-    const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'echo started; sleep 30' }, idempotencyKey: 't1' });
-    await obs.next((l) => l.note === 'session/event' && l.params.type === 'command.output');
-    ctl.kill('SIGKILL');
+    const { obs, sessionId, lease, turnId } = await controllerDiesMidTurn(driver, 'echo started; sleep 30');
     const expired = await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'expired');
     expect(expired.params.data.holder).toBeNull();
     const done = await obs.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed', 10_000);

@@ -53,6 +53,11 @@ export interface AstraClientOptions {
   startTimeoutMs?: number;
   /** Extra arguments for a daemon this client starts (e.g. ['--idle-timeout', '30s']). */
   daemonArgs?: string[];
+  /**
+   * Replace a running daemon that speaks another protocol version, but only when it says it is idle
+   * (no other client, no running turn); a busy one still fails with incompatible_protocol. Default false.
+   */
+  replaceIdleIncompatibleDaemon?: boolean;
   /** Notification methods the daemon should not send to this client. */
   optOutNotificationMethods?: string[];
 }
@@ -494,6 +499,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         ...(o.env !== undefined ? { env: o.env } : {}),
         ...(o.startTimeoutMs !== undefined ? { startTimeoutMs: o.startTimeoutMs } : {}),
         ...(o.daemonArgs !== undefined ? { daemonArgs: o.daemonArgs } : {}),
+        ...(o.replaceIdleIncompatibleDaemon !== undefined ? { replaceIdleIncompatibleDaemon: o.replaceIdleIncompatibleDaemon } : {}),
         ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
         requestTimeoutMs: this.requestTimeoutMs,
         batchEvents: true,

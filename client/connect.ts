@@ -13,7 +13,7 @@ import {
   type Infer,
 } from '../protocol/index.js';
 import { Connection } from '../ipc/index.js';
-import { acquireLock, ensurePrivateDir, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+import { acquireLock, ensurePrivateDir, isProcessAlive, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
 
 export type InitializeResult = Infer<typeof initializeResultSchema>;
 
@@ -34,6 +34,12 @@ export interface ConnectOptions {
   optOutNotificationMethods?: string[];
   /** Ask for `session/events` (several events per frame when behind); the caller must handle it. */
   batchEvents?: boolean;
+  /**
+   * When the running daemon speaks another protocol version and says it is idle (no other client,
+   * no running turn), stop it (SIGTERM) and start one of this version instead of failing with
+   * incompatible_protocol. A busy daemon is never touched. Default false.
+   */
+  replaceIdleIncompatibleDaemon?: boolean;
   /** Extra arguments for a daemon this call starts (e.g. --idle-timeout). */
   daemonArgs?: string[];
   /** Called before the connection starts reading, so no early notification is missed. */
@@ -250,6 +256,20 @@ export function spawnDaemon(
   }
 }
 
+/** Stops the idle daemon of another version named by the record (SIGTERM, then waits for it). */
+async function stopIncompatibleDaemon(paths: AstraPaths, cause: AstraError): Promise<void> {
+  const record = readUsableRecord(paths.recordPath);
+  if (!record || !isProcessAlive(record.pid)) return;
+  process.kill(record.pid, 'SIGTERM');
+  const deadline = Date.now() + 5_000;
+  while (isProcessAlive(record.pid)) {
+    if (Date.now() > deadline) {
+      throw new AstraError('incompatible_protocol', `${cause.message}; it did not exit within 5 s of SIGTERM, so it was left running`, cause.data);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /**
  * Connects to the running daemon, or starts one. Any number of racing processes end with exactly
  * one daemon: they serialize on the spawn lock, and the daemon's instance lock and socket bind are
@@ -258,7 +278,13 @@ export function spawnDaemon(
 export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
   const env = envFor(opts);
   const paths = resolvePaths(env);
-  const first = await tryConnect(paths, opts);
+  let first: Connected | undefined;
+  try {
+    first = await tryConnect(paths, opts);
+  } catch (e) {
+    if (!(opts.replaceIdleIncompatibleDaemon && e instanceof AstraError && e.reason === 'incompatible_protocol' && e.data.idle === true)) throw e;
+    await stopIncompatibleDaemon(paths, e);
+  }
   if (first) return first;
   if (opts.autoStart === false) {
     throw new AstraError('daemon_not_running', 'no Astra daemon is running; start one with `astra daemon start`', {

@@ -358,7 +358,13 @@ export class Daemon {
           `the client speaks protocol ${p.protocolVersion} but this daemon (astra ${ASTRA_VERSION}) speaks ${SUPPORTED_PROTOCOL_VERSIONS.min}` +
             `${SUPPORTED_PROTOCOL_VERSIONS.max !== SUPPORTED_PROTOCOL_VERSIONS.min ? `-${SUPPORTED_PROTOCOL_VERSIONS.max}` : ''}; ` +
             'run `astra daemon restart` to start a daemon of your version',
-          { clientProtocolVersion: p.protocolVersion, supported: { ...SUPPORTED_PROTOCOL_VERSIONS }, daemonVersion: ASTRA_VERSION },
+          {
+            clientProtocolVersion: p.protocolVersion,
+            supported: { ...SUPPORTED_PROTOCOL_VERSIONS },
+            daemonVersion: ASTRA_VERSION,
+            // Lets a client that was asked to replace an idle daemon do so safely (DESIGN.md §4).
+            idle: this.peers.size <= 1 && this.runtime.runningTurns().length === 0,
+          },
         ),
       );
     }

@@ -26,6 +26,26 @@ describe('protocol version skew', () => {
     expectClearIncompatible(err);
   });
 
+  it('replaceIdleIncompatibleDaemon stops an idle daemon of another version and starts one of ours; a busy one is left alone', async () => {
+    const busy = testHome({ FAKE_DAEMON_IDLE: '0' });
+    const busyFake = startNode([FAKE_DAEMON], busy.env);
+    busy.pids.push(busyFake.pid!);
+    await waitFor('the busy fake daemon', () => readRecordFile(busy.home)?.pid === busyFake.pid);
+    const refused = await AstraClient.connect({ clientName: 'skew', env: busy.env, replaceIdleIncompatibleDaemon: true }).catch((e: unknown) => e);
+    expectClearIncompatible(refused);
+    expect(isAlive(busyFake.pid!)).toBe(true);
+
+    const idle = testHome({ FAKE_DAEMON_IDLE: '1' });
+    const idleFake = startNode([FAKE_DAEMON], idle.env);
+    idle.pids.push(idleFake.pid!);
+    await waitFor('the idle fake daemon', () => readRecordFile(idle.home)?.pid === idleFake.pid);
+    const client = await idle.client({ clientName: 'skew', replaceIdleIncompatibleDaemon: true });
+    expect(isAlive(idleFake.pid!)).toBe(false);
+    expect(client.serverInfo.protocolVersion).toBe(PROTOCOL_VERSION);
+    expect(client.daemonPid).not.toBe(idleFake.pid);
+    await client.ping();
+  });
+
   it('a connected client whose daemon is replaced by a newer protocol reports incompatible_protocol and stops reconnecting', async () => {
     const t = testHome();
     // The real daemon first; any daemon the client starts later is the newer (fake) one.

@@ -148,7 +148,16 @@ describe('handshake', () => {
     expect(err.message).toMatch(/99/);
     expect(err.message).toMatch(/speaks 1/);
     expect(err.message).toMatch(/astra daemon restart/);
+    expect(err.data).toMatchObject({ idle: true, supported: { min: 1, max: 1 } });
     await done;
+    // With another client connected the daemon is not idle: nobody may replace it.
+    const other = await rawConnect(rec.endpoint);
+    await other.request('initialize', initParams(rec));
+    other.notify('initialized', {});
+    const again = await rawConnect(rec.endpoint);
+    const busy = (await again.request('initialize', initParams(rec, { protocolVersion: 99 })).catch((e: unknown) => e)) as AstraError;
+    expect(busy.data).toMatchObject({ idle: false });
+    other.close();
   });
 
   it('a wrong instanceId gets wrong_instance', async () => {

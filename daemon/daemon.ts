@@ -61,6 +61,8 @@ export interface DaemonOptions {
   silentConnectionMs?: number;
   selfCheckMs?: number;
   maxInputChars?: number;
+  /** A loaded session nobody uses (no subscriber, turn or approval) is closed after this long. */
+  sessionUnloadMs?: number;
   logger?: Logger;
   now?: () => number;
 }
@@ -103,6 +105,7 @@ export class Daemon {
       | 'silentConnectionMs'
       | 'selfCheckMs'
       | 'maxInputChars'
+      | 'sessionUnloadMs'
     >
   >;
   private readonly engines: Record<string, Engine>;
@@ -121,6 +124,7 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   private replaced = false;
   private malformedRecordChecks = 0;
+  private lastUnloadAt = 0;
   private readonly exitListeners: ((reason: StopReason) => void)[] = [];
 
   constructor(opts: DaemonOptions = {}) {
@@ -141,6 +145,7 @@ export class Daemon {
       silentConnectionMs: opts.silentConnectionMs ?? numberFromEnv(env, 'ASTRA_SILENT_CONNECTION_MS') ?? 120_000,
       selfCheckMs: opts.selfCheckMs ?? numberFromEnv(env, 'ASTRA_SELF_CHECK_MS') ?? 2_000,
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
+      sessionUnloadMs: opts.sessionUnloadMs ?? numberFromEnv(env, 'ASTRA_SESSION_UNLOAD_MS') ?? 10 * 60_000,
     };
     this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
@@ -447,15 +452,13 @@ export class Daemon {
   }
 
   async status(): Promise<DaemonStatus> {
-    const sessionIds = new Set<string>(this.runtime.loadedSessionIds());
+    // Loaded sessions, and those with a controller even if closed as idle.
+    const sessionIds = new Set<string>([...this.runtime.loadedSessionIds(), ...this.leaseHost.heldSessionIds()]);
     const sessions: DaemonStatus['sessions'] = [];
     for (const id of sessionIds) {
-      let s: Session;
-      try {
-        s = this.withController(await this.runtime.getSession(id));
-      } catch {
-        continue;
-      }
+      const peeked = this.runtime.peekSession(id);
+      if (!peeked) continue;
+      const s = this.withController(peeked);
       const subscribers = this.hub.subscriberCount(id);
       const controllerSubscribed =
         s.controller !== undefined && this.peers.has(s.controller.connectionId) && this.hub.sessionsOf(this.peers.get(s.controller.connectionId)!).includes(id);
@@ -528,6 +531,13 @@ export class Daemon {
 
   private housekeeping(): void {
     const now = this.now();
+    if (now - this.lastUnloadAt >= Math.min(60_000, this.cfg.sessionUnloadMs)) {
+      this.lastUnloadAt = now;
+      void this.runtime.unloadIdle(this.cfg.sessionUnloadMs).then(
+        (ids) => ids.length && this.log.debug({ sessions: ids }, 'closed idle sessions'),
+        (e: unknown) => this.log.warn({ err: e }, 'closing idle sessions failed'),
+      );
+    }
     for (const peer of this.peers.values()) {
       // Not draining: bytes are queued and the queue has not shrunk since we started watching it.
       // (A lagged subscriber stops adding, so a reader that does not read stays put.)

@@ -97,6 +97,11 @@ export class LeaseHost {
     if (changes.length) await this.apply(changes);
   }
 
+  /** Sessions whose lease is held or in grace. */
+  heldSessionIds(): string[] {
+    return [...this.seeded].filter((id) => this.leases.view(id).holder !== null);
+  }
+
   close(): void {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);

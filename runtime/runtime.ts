@@ -108,6 +108,12 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
   }
 }
 
+/** A session's wire view from its loaded host, else from its meta (closed sessions are idle). */
+function viewOf(e: SessionEntry): Session | undefined {
+  if (e.host) return e.host.toSession();
+  return e.meta ? sessionFromMeta(e.meta, e.meta.archived ? 'archived' : 'idle', e.meta.headSeq) : undefined;
+}
+
 /** Newest first: createdAt descending, then id descending. */
 function compareNewestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
   if (a.createdAt !== b.createdAt) return b.createdAt - a.createdAt;
@@ -117,6 +123,8 @@ function compareNewestFirst(a: { createdAt: number; id: string }, b: { createdAt
 interface SessionEntry {
   meta?: SessionMeta;
   host?: SessionHost;
+  /** When the session was last asked for (unloadIdle leaves recently used sessions alone). */
+  usedAt?: number;
   loading?: Promise<SessionHost>;
   error?: AstraError;
 }
@@ -226,6 +234,7 @@ export class Runtime {
     this.checkOpen();
     const entry = SESSION_ID_RE.test(id) ? this.sessions.get(id) : undefined;
     if (!entry) throw new AstraError('not_found', `No session ${id}.`, { sessionId: id });
+    entry.usedAt = this.now();
     if (entry.host) return entry.host;
     if (entry.error) throw entry.error;
     entry.loading ??= (async () => {
@@ -313,7 +322,7 @@ export class Runtime {
       journalBytes: 0,
       ...(idem ? { createKey: idem.key, createFingerprint: idem.fingerprint } : {}),
     };
-    const entry: SessionEntry = { meta };
+    const entry: SessionEntry = { meta, usedAt: now };
     this.sessions.set(id, entry);
     try {
       entry.host = await SessionHost.create(path.join(this.sessionsDir, id), meta, this.hostOpts, { onControllerLost: params.onControllerLost }, idem);
@@ -326,6 +335,15 @@ export class Runtime {
 
   async getSession(id: string): Promise<Session> {
     return (await this.load(id)).toSession();
+  }
+
+  /**
+   * The session as it stands, without loading it or counting as a use (for status displays):
+   * from the loaded host, else from its meta. Undefined for an unknown id.
+   */
+  peekSession(id: string): Session | undefined {
+    const e = this.sessions.get(id);
+    return e && viewOf(e);
   }
 
   async listSessions(p: { cursor?: string; limit?: number; includeArchived?: boolean } = {}): Promise<{ sessions: Session[]; nextCursor?: string }> {
@@ -346,7 +364,7 @@ export class Runtime {
       if (start < 0) start = rows.length;
     }
     const page = rows.slice(start, start + limit);
-    const sessions = page.map((r) => (r.entry.host ? r.entry.host.toSession() : sessionFromMeta(r.entry.meta!, r.entry.meta!.archived ? 'archived' : 'idle', r.entry.meta!.headSeq)));
+    const sessions = page.map((r) => viewOf(r.entry)!);
     const last = page[page.length - 1];
     const result: { sessions: Session[]; nextCursor?: string } = { sessions };
     if (last && start + limit < rows.length) result.nextCursor = encodeCursor(last.createdAt, last.id);
@@ -523,6 +541,31 @@ export class Runtime {
 
   loadedSessionIds(): string[] {
     return [...this.sessions].filter(([, e]) => e.host).map(([id]) => id);
+  }
+
+  /**
+   * Closes the loaded sessions nobody is using — no subscriber, no running turn, no pending
+   * approval, not asked for in `idleMs` — so a long-lived daemon's memory does not grow with every
+   * session it ever touched. Their meta stays; the next call loads them again. Returns their ids.
+   */
+  async unloadIdle(idleMs: number): Promise<string[]> {
+    if (this.closed) return [];
+    const cutoff = this.now() - idleMs;
+    const unloaded: string[] = [];
+    for (const [id, e] of this.sessions) {
+      const host = e.host;
+      if (!host || e.loading || host.inUse || (e.usedAt ?? 0) > cutoff) continue;
+      e.host = undefined;
+      try {
+        await host.close();
+        e.meta = host.meta;
+        unloaded.push(id);
+      } catch (err) {
+        e.error = new AstraError('journal_corrupt', `Session ${id} could not be closed: ${(err as Error).message}`, { sessionId: id });
+        this.logger.error({ sessionId: id, err: (err as Error).message }, 'closing an idle session failed');
+      }
+    }
+    return unloaded;
   }
 
   // ---- subscriptions ----

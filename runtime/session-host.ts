@@ -606,6 +606,11 @@ export class SessionHost {
 
   // ---- views and persistence of the small files ----
 
+  /** Someone depends on this host staying open: a subscriber, a turn, an approval, unwritten events. */
+  get inUse(): boolean {
+    return this.subs.size > 0 || this.running !== undefined || this.approvals.size > 0 || this.unpublished.length > 0 || this.journal.hasPending;
+  }
+
   get state(): SessionState {
     if (this.meta.archived) return 'archived';
     return this.running ? 'running' : 'idle';

@@ -260,6 +260,23 @@ describe('controller loss options and status', () => {
     expect(output(obs.events(keepId))).toBe('survived\n');
   });
 
+  it('sessions nobody uses are closed after ASTRA_SESSION_UNLOAD_MS; one with a controller stays in status; both read back', async () => {
+    const { driver } = await setup({ ASTRA_SESSION_UNLOAD_MS: '300' });
+    const a = await driver('a');
+    const quiet = (await a.call('session/create', { title: 'quiet' })).session.id as string;
+    const held = (await a.call('session/create', { title: 'held' })).session.id as string;
+    await a.call('lease/acquire', { sessionId: held });
+    const ids = async () => ((await a.call('daemon/status')).sessions as Line[]).map((x) => x.id as string);
+    expect((await ids()).sort()).toEqual([quiet, held].sort());
+    await waitFor('the quiet session to be closed', async () => {
+      const now = await ids();
+      return !now.includes(quiet) && now.includes(held);
+    }, 10_000);
+    const read = await a.call('session/read', { sessionId: quiet, sinceSeq: 0 });
+    expect(read.session.title).toBe('quiet');
+    expect(read.events[0].type).toBe('session.created');
+  });
+
   it('connected clients are told daemon/shuttingDown when the daemon stops', async () => {
     const { driver, env } = await setup();
     const d = await driver('watcher');

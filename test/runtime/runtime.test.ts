@@ -286,6 +286,35 @@ describe('runtime', () => {
     await rt.close();
   });
 
+  it('closes sessions nobody uses and loads them again on demand; a subscribed, running or recent session stays', async () => {
+    const d = setupDir();
+    let clock = 1_000_000;
+    const { rt, ended } = await open(d, { now: () => clock });
+    const idle = await rt.createSession({ title: 'idle' });
+    const watched = await rt.createSession({ title: 'watched' });
+    const busy = await rt.createSession({ title: 'busy', engine: 'wait' });
+    const sub = await rt.subscribe(watched.id, 0, { onEvent: () => {} });
+    const t = await rt.startTurn(busy.id, { text: 'x' }, 'k');
+    clock += 5_000;
+    expect(await rt.unloadIdle(10_000)).toEqual([]); // all used within the last 10 s
+    clock += 60_000;
+    expect(await rt.unloadIdle(10_000)).toEqual([idle.id]);
+    expect(rt.loadedSessionIds().sort()).toEqual([watched.id, busy.id].sort());
+    // Closed, not lost: it loads again with its history and takes new events.
+    const read = await rt.readSession(idle.id, { sinceSeq: 0 });
+    expect(read.session.title).toBe('idle');
+    expect(read.events.map((e) => e.type)).toEqual(['session.created']);
+    await rt.renameSession(idle.id, 'idle again');
+    expect((await rt.getSession(idle.id)).headSeq).toBe(2);
+    sub.unsubscribe();
+    await rt.cancelTurn(busy.id, t.turnId);
+    await waitFor(() => ended.get(t.turnId), 'turn end');
+    clock += 60_000;
+    expect((await rt.unloadIdle(10_000)).sort()).toEqual([idle.id, watched.id, busy.id].sort());
+    expect(rt.loadedSessionIds()).toEqual([]);
+    await rt.close();
+  });
+
   it('writes every event to the journal file before any listener or subscriber sees it', async () => {
     const d = setupDir();
     const { rt, ended } = await open(d);

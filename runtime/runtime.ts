@@ -125,6 +125,8 @@ interface SessionEntry {
   host?: SessionHost;
   /** When the session was last asked for (unloadIdle leaves recently used sessions alone). */
   usedAt?: number;
+  /** Set while unloadIdle closes the host: a load waits for it, so one journal never has two hosts. */
+  closing?: Promise<void>;
   loading?: Promise<SessionHost>;
   error?: AstraError;
 }
@@ -235,6 +237,8 @@ export class Runtime {
     const entry = SESSION_ID_RE.test(id) ? this.sessions.get(id) : undefined;
     if (!entry) throw new AstraError('not_found', `No session ${id}.`, { sessionId: id });
     entry.usedAt = this.now();
+    if (entry.host) return entry.host;
+    if (entry.closing) await entry.closing;
     if (entry.host) return entry.host;
     if (entry.error) throw entry.error;
     entry.loading ??= (async () => {
@@ -556,14 +560,18 @@ export class Runtime {
       const host = e.host;
       if (!host || e.loading || host.inUse || (e.usedAt ?? 0) > cutoff) continue;
       e.host = undefined;
-      try {
-        await host.close();
-        e.meta = host.meta;
-        unloaded.push(id);
-      } catch (err) {
-        e.error = new AstraError('journal_corrupt', `Session ${id} could not be closed: ${(err as Error).message}`, { sessionId: id });
-        this.logger.error({ sessionId: id, err: (err as Error).message }, 'closing an idle session failed');
-      }
+      e.closing = host.close().then(
+        () => {
+          e.meta = host.meta;
+          unloaded.push(id);
+        },
+        (err: Error) => {
+          e.error = new AstraError('journal_corrupt', `Session ${id} could not be closed: ${err.message}`, { sessionId: id });
+          this.logger.error({ sessionId: id, err: err.message }, 'closing an idle session failed');
+        },
+      );
+      await e.closing;
+      e.closing = undefined;
     }
     return unloaded;
   }

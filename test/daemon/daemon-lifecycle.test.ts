@@ -160,6 +160,30 @@ describe('handshake', () => {
     other.close();
   });
 
+  it('a connection that goes silent (no frame, not even ping) past ASTRA_SILENT_CONNECTION_MS is closed', async () => {
+    const h = home();
+    const rec = await startDaemon(h, { ASTRA_SILENT_CONNECTION_MS: '500' });
+    const silent = await rawConnect(rec.endpoint);
+    await silent.request('initialize', initParams(rec));
+    silent.notify('initialized', {});
+    const talker = await rawConnect(rec.endpoint);
+    await talker.request('initialize', initParams(rec));
+    talker.notify('initialized', {});
+    const started = Date.now();
+    const gone = closed(silent);
+    // The talker pings now and then, as the client library does, and stays.
+    const timer = setInterval(() => void talker.request('ping', {}).catch(() => undefined), 100);
+    try {
+      await gone;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+      expect(talker.closed).toBe(false);
+      await talker.request('ping', {});
+    } finally {
+      clearInterval(timer);
+      talker.close();
+    }
+  });
+
   it('a wrong instanceId gets wrong_instance', async () => {
     const h = home();
     const rec = await startDaemon(h);

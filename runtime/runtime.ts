@@ -269,9 +269,17 @@ export class Runtime {
     const engine = p.engine ?? this.defaultEngine;
     if (!this.engines[engine])
       throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ')}.`, { engine });
+    const cwd = path.resolve(p.cwd ?? os.homedir());
+    let isDir = false;
+    try {
+      isDir = fs.statSync(cwd).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) throw new AstraError('invalid_params', `The workspace ${cwd} is not a directory; create it first or pass another cwd.`, { cwd });
     const params = {
       title: p.title ?? '',
-      cwd: path.resolve(p.cwd ?? os.homedir()),
+      cwd,
       engine,
       approvalPolicy: p.approvalPolicy ?? 'ask',
       onControllerLost: p.onControllerLost ?? 'cancel',

@@ -260,6 +260,17 @@ describe('runtime', () => {
     await rt.close();
   });
 
+  it('refuses a workspace that is not a directory, creating nothing', async () => {
+    const d = setupDir();
+    const { rt } = await open(d);
+    await expect(rt.createSession({ cwd: path.join(d, 'nope') })).rejects.toMatchObject({ reason: 'invalid_params', message: expect.stringMatching(/not a directory/) });
+    const file = path.join(d, 'a-file');
+    fs.writeFileSync(file, '');
+    await expect(rt.createSession({ cwd: file })).rejects.toMatchObject({ reason: 'invalid_params' });
+    expect((await rt.listSessions({})).sessions).toEqual([]);
+    await rt.close();
+  });
+
   it('reads event records of the first format (an array body) next to current ones', async () => {
     const d = setupDir();
     let { rt } = await open(d);

@@ -169,9 +169,12 @@ describe('shell engine', () => {
     expect(fs.existsSync(path.join(work, 'made-it'))).toBe(false);
   });
 
-  it('fails the turn with a clear error when the cwd does not exist', async () => {
+  it('fails the turn with a clear error when the cwd no longer exists', async () => {
     const { rt, work, events, ended } = await setup();
-    const s = await rt.createSession({ cwd: path.join(work, 'missing'), approvalPolicy: 'auto' });
+    const gone = path.join(work, 'missing');
+    fs.mkdirSync(gone);
+    const s = await rt.createSession({ cwd: gone, approvalPolicy: 'auto' });
+    fs.rmdirSync(gone);
     const { turnId } = await rt.startTurn(s.id, { text: 'echo hi' }, 'k1');
     await waitFor(() => ended.get(turnId), 'turn end');
     expect(ended.get(turnId)).toBe('failed');

@@ -15,6 +15,8 @@ export function logLevelFrom(env: NodeJS.ProcessEnv): string {
 
 export function createLogger(logFile: string, level: string): Logger {
   fs.mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
+  // The log holds command lines and paths: private, like everything else of the daemon's.
+  fs.closeSync(fs.openSync(logFile, 'a', 0o600));
   const destination = pino.destination({ dest: logFile, sync: true, mkdir: true });
   return pino(
     {

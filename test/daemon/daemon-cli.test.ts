@@ -87,6 +87,8 @@ describe('astra daemon status/start/stop', () => {
     expect(mode(path.join(h, 'run'))).toBe(0o700);
     expect(mode(recordPath(h))).toBe(0o600);
     expect(mode(record.endpoint)).toBe(0o600);
+    expect(mode(path.join(h, 'logs', 'daemon.log'))).toBe(0o600);
+    expect(mode(path.join(h, 'logs'))).toBe(0o700);
     expect(record.token.length).toBeGreaterThanOrEqual(43); // 256 bits in base64url
     await runCli(['daemon', 'status'], env);
     await runCli(['daemon', 'stop'], env);

@@ -41,6 +41,38 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 }
 
+/**
+ * The round-trip figures, the same loop for every peer: `call` is one request and its answer.
+ * Latency of one call at a time (p50/p99 µs), then calls/s with `inFlight` outstanding.
+ */
+export async function roundTrips(
+  call: (n: number) => Promise<unknown>,
+  counts: { warmup: number; calls: number; parCalls: number; inFlight: number } = {
+    warmup: RT_WARMUP,
+    calls: RT_CALLS,
+    parCalls: PAR_CALLS,
+    inFlight: PAR_IN_FLIGHT,
+  },
+): Promise<{ p50us: number; p99us: number; callsPerSec: number }> {
+  for (let i = 0; i < counts.warmup; i++) await call(i);
+  const lat = new Float64Array(counts.calls);
+  for (let i = 0; i < counts.calls; i++) {
+    const t = process.hrtime.bigint();
+    await call(i);
+    lat[i] = Number(process.hrtime.bigint() - t) / 1000;
+  }
+  lat.sort();
+  let issued = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: counts.inFlight }, async () => {
+      while (issued < counts.parCalls) await call(issued++);
+    }),
+  );
+  const parSec = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { p50us: percentile(lat, 0.5), p99us: percentile(lat, 0.99), callsPerSec: counts.parCalls / parSec };
+}
+
 const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux.
 
 /** CPU time (user + system) a process has used, in µs, from /proc/<pid>/stat (10 ms resolution). */

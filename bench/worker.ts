@@ -8,7 +8,7 @@
 //   node dist/bench/worker.js astra rt|stream|fan|idle|observe <home> ...
 import { AstraClient } from '../client/index.js';
 import type { SessionEvent } from '../protocol/index.js';
-import { PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, RT_WARMUP, percentile, procCpuUs, tell, wallMs } from './lib.js';
+import { procCpuUs, roundTrips, tell, wallMs } from './lib.js';
 import { bare } from './peers/bare.js';
 import { grpcPeer } from './peers/grpc.js';
 import { jsonrpc } from './peers/jsonrpc.js';
@@ -16,27 +16,6 @@ import type { Peer, PeerClient } from './peers/peer.js';
 
 const PEERS: Record<string, Peer> = { bare, jsonrpc, grpc: grpcPeer };
 
-
-/** The round-trip figures, the same loop for every peer: `call` is one request and its answer. */
-async function roundTrips(call: (n: number) => Promise<unknown>): Promise<Record<string, number>> {
-  for (let i = 0; i < RT_WARMUP; i++) await call(i);
-  const lat = new Float64Array(RT_CALLS);
-  for (let i = 0; i < RT_CALLS; i++) {
-    const t = process.hrtime.bigint();
-    await call(i);
-    lat[i] = Number(process.hrtime.bigint() - t) / 1000;
-  }
-  lat.sort();
-  let issued = 0;
-  const t0 = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: PAR_IN_FLIGHT }, async () => {
-      while (issued < PAR_CALLS) await call(issued++);
-    }),
-  );
-  const parSec = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { p50us: percentile(lat, 0.5), p99us: percentile(lat, 0.99), callsPerSec: PAR_CALLS / parSec };
-}
 
 /** Measures a stream from its start to its last event: rate, and CPU per event on both sides. */
 function streamMeter(serverPid: number) {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '../../ipc/index.js';
 import { BareConn } from '../peers/bare.js';
+import { roundTrips } from '../lib.js';
 import { LIMITS } from '../../protocol/index.js';
 
 const HWM = 256 * 1024;
@@ -131,27 +132,12 @@ async function measure(kind: string): Promise<{ p50: number; p99: number; callsP
       if (++received === target) onAll?.();
     });
 
-    const params = { sessionId: 's-0123456789abcdef', n: 0 };
-    for (let i = 0; i < RT_WARMUP; i++) await client.request('echo', { ...params, n: i });
-    const lat = new Float64Array(RT_CALLS);
-    for (let i = 0; i < RT_CALLS; i++) {
-      const t = process.hrtime.bigint();
-      await client.request('echo', { ...params, n: i });
-      lat[i] = Number(process.hrtime.bigint() - t) / 1000;
-    }
-    lat.sort();
-
-    let issued = 0;
-    const t0 = process.hrtime.bigint();
-    await Promise.all(
-      Array.from({ length: PAR_IN_FLIGHT }, async () => {
-        while (issued < PAR_CALLS) {
-          issued++;
-          await client.request('echo', { ...params, n: issued });
-        }
-      }),
-    );
-    const parSec = Number(process.hrtime.bigint() - t0) / 1e9;
+    const rt = await roundTrips((n) => client.request('echo', { sessionId: 's-0123456789abcdef', n }), {
+      warmup: RT_WARMUP,
+      calls: RT_CALLS,
+      parCalls: PAR_CALLS,
+      inFlight: PAR_IN_FLIGHT,
+    });
 
     target = STREAM_EVENTS;
     received = 0;
@@ -164,9 +150,9 @@ async function measure(kind: string): Promise<{ p50: number; p99: number; callsP
     await answered;
     client.close();
     return {
-      p50: lat[Math.floor(RT_CALLS * 0.5)]!,
-      p99: lat[Math.floor(RT_CALLS * 0.99)]!,
-      callsPerSec: PAR_CALLS / parSec,
+      p50: rt.p50us,
+      p99: rt.p99us,
+      callsPerSec: rt.callsPerSec,
       eventsPerSec: STREAM_EVENTS / streamSec,
     };
   } finally {

@@ -18,23 +18,14 @@ import {
   validateEvent,
   type ErrorReason,
 } from '../../protocol/index.js';
-import { buildVectors, renderVector, fromMeaning, maxFrameMessage, maxRequestMessage } from '../../scripts/vectors-lib.mjs';
+import { buildVectors, renderVector, fromMeaning, maxFrameMessage, maxRequestMessage, type WireVector } from '../../scripts/vectors-lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIR = path.join(ROOT, 'test', 'vectors');
 const FIX = 'run `npm run build && node scripts/gen-vectors.mjs` and commit test/vectors/';
 
-interface Vector {
-  name: string;
-  description: string;
-  direction: 'client-to-daemon' | 'daemon-to-client';
-  kind: 'request' | 'response' | 'error' | 'notification';
-  method?: string;
-  eventType?: string;
-  rejectedWith?: ErrorReason;
-  payloadBytes: number;
-  message: unknown;
-}
+/** A checked-in vector's JSON: the generator's WireVector plus the payload size it wrote. */
+type Vector = WireVector & { payloadBytes: number };
 
 const names = fs
   .readdirSync(DIR)

@@ -1,7 +1,7 @@
 // Subscriptions and fan-out (DESIGN.md §7).
 //
-// Encode once: an event's bytes are the runtime's journal body (eventBody: the map {seq, ts, type,
-// data} in the wire's encoding). A `session/event` frame is a per-session prefix (method, and the
+// Encode once: an event's bytes are the runtime's journal body (StoredEvent.body: the map {seq, ts,
+// type, data} in the wire's encoding). A `session/event` frame is a per-session prefix (method, and the
 // params map up to its sessionId) followed by the body without its map header; a `session/events`
 // frame is a prefix, an array header, and per event a small head plus the same body bytes. Nothing
 // is re-packed per subscriber or per batch.
@@ -17,9 +17,9 @@
 // but the bounded socket queue. Only a connection that makes no progress gets `session/lagged`:
 // when more than maxQueuedBytes of events were published for a paused subscriber since its
 // connection last drained, it is dropped and resubscribes from resumeFromSeq.
-import { AstraError, type SessionEvent } from '../protocol/index.js';
+import { AstraError } from '../protocol/index.js';
 import { encode } from '../ipc/index.js';
-import { eventBody, type Runtime } from '../runtime/index.js';
+import type { Runtime, StoredEvent } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
 export interface SubscriptionLimits {
@@ -78,25 +78,19 @@ function arrayHeader(n: number): Buffer {
 }
 
 // The runtime offers each event to every subscriber in turn: remembering the last one is enough to
-// look its bytes up once per event, however many subscribers there are.
-let lastEvent: SessionEvent | undefined;
+// slice its bytes once per event, however many subscribers there are.
+let lastBody: Buffer | undefined;
 let lastTail: Buffer | undefined;
 
-/** The event's body without its map header (0x84): the four pairs seq, ts, type, data. */
-function bodyTail(event: SessionEvent): Buffer {
-  if (event === lastEvent && lastTail) return lastTail;
-  let body = eventBody(event);
-  // Events read from an older journal carry no body: encode one, the same way.
-  if (!body || body[0] !== 0x84) body = encode({ seq: event.seq, ts: event.ts, type: event.type, data: event.data });
-  lastEvent = event;
-  lastTail = body.subarray(1);
+/** The body without its map header (0x84): the four pairs seq, ts, type, data. */
+function bodyTail(body: Buffer): Buffer {
+  if (body !== lastBody || !lastTail) {
+    lastBody = body;
+    lastTail = body.subarray(1);
+  }
   return lastTail;
 }
 
-/** The whole `session/event` frame payload for an event (for tests and tools). */
-export function eventPayload(event: SessionEvent): Buffer {
-  return Buffer.concat([wireFor(event.sessionId).single, bodyTail(event)]);
-}
 
 type Phase = 'replaying' | 'live' | 'paused';
 
@@ -164,14 +158,14 @@ export class SubscriptionHub {
     subs.set(sessionId, sub);
     // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
     const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
-      onEvent: (event: SessionEvent) => this.deliver(sub, event),
+      onStored: (event: StoredEvent) => this.deliver(sub, event),
       onReplayed: (throughSeq: number) => {
         if (sub.dropped) return;
         this.flushPending(sub);
         sub.phase = 'live';
         peer.notify('session/replayed', { sessionId, throughSeq });
       },
-      onSkipped: (_event: SessionEvent, bytes: number) => this.skipped(sub, bytes),
+      onSkipped: (_seq: number, bytes: number) => this.skipped(sub, bytes),
       onResumed: () => {
         sub.phase = 'live';
         sub.missedSinceDrain = 0;
@@ -228,11 +222,11 @@ export class SubscriptionHub {
   }
 
   /** false refuses the event: the runtime pauses this subscription and feeds it again once the queue drains. */
-  private deliver(sub: Subscription, event: SessionEvent): boolean | void {
+  private deliver(sub: Subscription, event: StoredEvent): boolean | void {
     if (sub.dropped || event.seq <= sub.lastSeq) return;
     const conn = sub.peer.conn;
     if (conn.closed) return;
-    const tail = bodyTail(event);
+    const tail = bodyTail(event.body);
     const queued = conn.queuedBytes + sub.pendingBytes;
     // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
     if (queued >= this.resumeBytes && queued + tail.length > this.softBytes) {

@@ -13,5 +13,5 @@ export {
   RecordKind,
   encodeRecord,
 } from './journal.js';
-export { JOURNAL_FILE, META_FILE, eventBody } from './session-host.js';
+export { JOURNAL_FILE, META_FILE, StoredEvent } from './session-host.js';
 export { crc32 } from './crc32.js';

@@ -161,7 +161,7 @@ export class Runtime {
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {
-        if (this.listeners.event.length > 0) this.emit('event', e);
+        if (this.listeners.event.length > 0) this.emit('event', e.event);
       },
     };
   }
@@ -392,7 +392,7 @@ export class Runtime {
     const limit = Math.max(1, Math.min(p.limit ?? DEFAULT_READ_LIMIT, 100_000));
     const maxBytes = Math.max(1024, p.maxBytes ?? DEFAULT_READ_MAX_BYTES);
     const headSeq = host.publishedSeq;
-    const events = await host.readPublished(since, limit, maxBytes);
+    const events = (await host.readPublished(since, limit, maxBytes)).map((e) => e.event);
     const result: { session: Session; events: SessionEvent[]; headSeq: number; nextSeq?: number } = { session: host.toSession(), events, headSeq };
     const lastSeq = events.length ? events[events.length - 1]!.seq : since;
     if (lastSeq < headSeq) result.nextSeq = lastSeq;

@@ -25,25 +25,49 @@ const packr = new Packr({ useRecords: false, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' } as unknown as ConstructorParameters<typeof Unpackr>[0]);
 // Event bodies are written in the wire's own encoding (plain msgpack, undefined as nil, integers as
 // integers) as the map {seq, ts, type, data}, so the daemon sends the journal's bytes as they are:
-// a wire event is `{sessionId, ...}` followed by the body's four pairs (see eventBody).
+// a wire event is `{sessionId, ...}` followed by the body's four pairs (StoredEvent.body).
 const eventPackr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true });
 /** Past this size msgpackr's shared output buffer is swapped for a small one, so it is not kept alive. */
 const LARGE_BODY_BYTES = 1024 * 1024;
 
-const EVENT_BODY = Symbol('astra.eventBody');
-
 /**
- * The event's encoded body as the journal stores it: a msgpack map of exactly the four keys seq, ts,
- * type, data (first byte 0x84), in the wire's encoding. Undefined for events read from an older
- * journal (an array body); the caller encodes those itself.
+ * An event as a session keeps it: its seq, its encoded body — the journal record's bytes, the map
+ * {seq, ts, type, data} in the wire's encoding (first byte 0x84) — and the decoded event. Events read
+ * back from the journal are decoded on first use only: the daemon forwards bodies as they are, so
+ * catching a subscriber up from disk costs it no decoding.
  */
-export function eventBody(e: SessionEvent): Buffer | undefined {
-  return (e as unknown as { [EVENT_BODY]?: Buffer })[EVENT_BODY];
+export class StoredEvent {
+  constructor(
+    readonly sessionId: string,
+    readonly seq: number,
+    readonly body: Buffer,
+    /** Bytes the event occupies in the journal (record header included). */
+    readonly size: number,
+    private decoded: SessionEvent | undefined,
+  ) {}
+
+  get event(): SessionEvent {
+    if (this.decoded) return this.decoded;
+    const e = eventFromBody(this.sessionId, this.body);
+    if (!e || e.seq !== this.seq) throw new AstraError('journal_corrupt', `session ${this.sessionId}: the journal record of event ${this.seq} cannot be decoded`);
+    return (this.decoded = e);
+  }
 }
 
-function attachBody(e: SessionEvent, body: Buffer): void {
-  // Not enumerable: events are compared, spread and packed by others, who must not see it.
-  Object.defineProperty(e, EVENT_BODY, { value: body, enumerable: false });
+/** The seq of a map-format body without decoding it (its first pair is always seq); undefined otherwise. */
+function peekSeq(body: Buffer): number | undefined {
+  // 0x84 (map of 4), 0xa3 "seq", then an unsigned integer.
+  if (body.length < 6 || body[0] !== 0x84 || body[1] !== 0xa3 || body[2] !== 0x73 || body[3] !== 0x65 || body[4] !== 0x71) return undefined;
+  const t = body[5]!;
+  if (t < 0x80) return t;
+  if (t === 0xcc && body.length >= 7) return body[6];
+  if (t === 0xcd && body.length >= 8) return body.readUInt16BE(6);
+  if (t === 0xce && body.length >= 10) return body.readUInt32BE(6);
+  if ((t === 0xcf || t === 0xd3) && body.length >= 14) {
+    const v = Number(body.readBigUInt64BE(6));
+    return Number.isSafeInteger(v) ? v : undefined;
+  }
+  return undefined;
 }
 
 /** Event bodies in plain MessagePack; the daemon passes the wire's packer instead (RuntimeOptions). */
@@ -72,9 +96,7 @@ function eventFromBody(sessionId: string, body: Buffer): SessionEvent | undefine
     ({ seq, ts, type, data } = value as Record<string, unknown>);
   } else return undefined;
   if (typeof seq !== 'number' || typeof ts !== 'number' || typeof type !== 'string' || typeof data !== 'object' || data === null) return undefined;
-  const event = { sessionId, seq, ts, type, data } as SessionEvent;
-  if (!Array.isArray(value)) attachBody(event, body);
-  return event;
+  return { sessionId, seq, ts, type, data } as SessionEvent;
 }
 
 /** The wire view of a session from its meta (the daemon overlays `controller`). */
@@ -133,12 +155,17 @@ export interface SubscriptionSink {
    * waitForCapacity resolves it is fed again from this event on, from memory or the journal, then
    * switched back to live without a gap. Nothing is queued per subscriber meanwhile.
    */
-  onEvent(e: SessionEvent): boolean | void;
+  onEvent?(e: SessionEvent): boolean | void;
+  /**
+   * Instead of onEvent (a sink has one of the two; same contract): the event as stored, with its
+   * encoded body; an event read back from the journal is then never decoded unless the sink asks.
+   */
+  onStored?(e: StoredEvent): boolean | void;
   waitForCapacity?(): Promise<void>;
   /** Called once the backlog has been delivered; live events follow. Not called again after a pause. */
   onReplayed?(throughSeq: number): void;
   /** A published event a paused subscription did not get live (it will be replayed); `bytes` is its encoded size. */
-  onSkipped?(e: SessionEvent, bytes: number): void;
+  onSkipped?(seq: number, bytes: number): void;
   /** A paused subscription caught up and is live again (seq throughSeq was the last one fed). */
   onResumed?(throughSeq: number): void;
 }
@@ -161,11 +188,6 @@ export interface RunningTurn {
   orphan: boolean;
 }
 
-interface CachedEvent {
-  event: SessionEvent;
-  size: number;
-}
-
 export interface HostOptions {
   logger: RuntimeLogger;
   /** Encodes an event body; the result may be a view valid until the next call. */
@@ -173,7 +195,7 @@ export interface HostOptions {
   now: () => number;
   groupCommitMs: number;
   cacheBytes: number;
-  onPublish(e: SessionEvent): void;
+  onPublish(e: StoredEvent): void;
 }
 
 const INDEX_EVERY = 64;
@@ -231,10 +253,10 @@ export class SessionHost {
   readonly idempotency = new Map<string, IdempotencyEntry>();
   readonly approvals = new Map<string, PendingApproval>();
   private readonly subs = new Set<Subscription>();
-  private unpublished: SessionEvent[] = [];
+  private unpublished: StoredEvent[] = [];
   private flushScheduled = false;
   private syncTimer: NodeJS.Timeout | undefined;
-  private cache: CachedEvent[] = [];
+  private cache: StoredEvent[] = [];
   private cacheStart = 0;
   private cacheBytes = 0;
   /** Sparse seq → file offset index (every INDEX_EVERY events) for reads older than the cache. */
@@ -312,7 +334,7 @@ export class SessionHost {
       const seq = event.seq;
       this.headSeq = seq;
       if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset: rec.offset });
-      this.cachePush(event, rec.size);
+      this.cachePush(new StoredEvent(this.id, seq, this.mapBody(event, rec.body), rec.size, event));
       this.applyEvent(event);
       return true;
     }
@@ -398,18 +420,24 @@ export class SessionHost {
     if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
     const seq = this.headSeq + 1;
     const ts = Math.floor(this.opts.now());
-    // One encoding serves the journal and every subscriber's wire frames (eventBody).
+    // One encoding serves the journal and every subscriber's wire frames (StoredEvent.body).
     const { offset, body } = this.journal.appendKeepingBody(RecordKind.event, this.opts.packEventBody({ seq, ts, type, data }));
     this.headSeq = seq;
     const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent<T>;
-    attachBody(event as SessionEvent, body);
+    const stored = new StoredEvent(this.id, seq, body, body.length + 9, event as SessionEvent);
     if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
-    this.cachePush(event as SessionEvent, body.length + 9);
+    this.cachePush(stored);
     if (type !== 'turn.started' && type !== 'turn.completed') this.applyEvent(event as SessionEvent);
     else this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
-    this.unpublished.push(event as SessionEvent);
+    this.unpublished.push(stored);
     this.scheduleFlush();
     return event;
+  }
+
+  /** A record body in the map format: the record's own, or (from the first, array format) encoded anew. */
+  private mapBody(event: SessionEvent, recordBody: Buffer): Buffer {
+    if (recordBody[0] === 0x84) return recordBody;
+    return Buffer.from(this.opts.packEventBody({ seq: event.seq, ts: event.ts, type: event.type, data: event.data }));
   }
 
   appendInternal(kind: number, value: unknown): void {
@@ -457,12 +485,12 @@ export class SessionHost {
 
   // ---- in-memory tail ----
 
-  private cachePush(event: SessionEvent, size: number): void {
-    this.cache.push({ event, size });
-    this.cacheBytes += size;
+  private cachePush(e: StoredEvent): void {
+    this.cache.push(e);
+    this.cacheBytes += e.size;
     while (this.cacheBytes > this.opts.cacheBytes && this.cache.length - this.cacheStart > 1) {
       this.cacheBytes -= this.cache[this.cacheStart]!.size;
-      this.cache[this.cacheStart] = undefined as unknown as CachedEvent;
+      this.cache[this.cacheStart] = undefined as unknown as StoredEvent;
       this.cacheStart++;
     }
     if (this.cacheStart > 4096 && this.cacheStart * 2 > this.cache.length) {
@@ -473,15 +501,15 @@ export class SessionHost {
 
   private get cacheFirstSeq(): number {
     const first = this.cache[this.cacheStart];
-    return first ? first.event.seq : this.headSeq + 1;
+    return first ? first.seq : this.headSeq + 1;
   }
 
   /**
    * Published events with seq > afterSeq, at most `limit` of them and about `maxBytes` of encoded
    * size (always at least one). From memory when the cache reaches back far enough, else the journal.
    */
-  async readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<SessionEvent[]> {
-    const out: SessionEvent[] = [];
+  async readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<StoredEvent[]> {
+    const out: StoredEvent[] = [];
     let bytes = 0;
     const end = this.publishedSeq;
     if (afterSeq >= end || limit <= 0) return out;
@@ -489,9 +517,9 @@ export class SessionHost {
       let i = this.cacheStart + (afterSeq + 1 - this.cacheFirstSeq);
       while (i < this.cache.length && out.length < limit) {
         const c = this.cache[i]!;
-        if (c.event.seq > end) break;
+        if (c.seq > end) break;
         if (out.length > 0 && bytes + c.size + WIRE_OVERHEAD > maxBytes) break;
-        out.push(c.event);
+        out.push(c);
         bytes += c.size + WIRE_OVERHEAD;
         i++;
       }
@@ -511,17 +539,25 @@ export class SessionHost {
       if (records.length === 0) return out;
       for (const rec of records) {
         if (rec.kind !== RecordKind.event) continue;
-        const event = eventFromBody(this.id, rec.body);
-        if (!event) throw new AstraError('journal_corrupt', `${this.journal.file}: unreadable event record at offset ${rec.offset}`, { file: this.journal.file });
-        const seq = event.seq;
+        const stored = this.storedFromRecord(rec);
+        const seq = stored.seq;
         if (seq <= afterSeq) continue;
         if (seq > end || out.length >= limit) return out;
         if (out.length > 0 && bytes + rec.size + WIRE_OVERHEAD > maxBytes) return out;
-        out.push(event);
+        out.push(stored);
         bytes += rec.size + WIRE_OVERHEAD;
       }
       offset = nextOffset;
     }
+  }
+
+  /** An event record read back from the journal: only its seq is read; the event is decoded on demand. */
+  private storedFromRecord(rec: ScannedRecord): StoredEvent {
+    const seq = peekSeq(rec.body);
+    if (seq !== undefined) return new StoredEvent(this.id, seq, rec.body, rec.size, undefined);
+    const event = eventFromBody(this.id, rec.body);
+    if (!event) throw new AstraError('journal_corrupt', `${this.journal.file}: unreadable event record at offset ${rec.offset}`, { file: this.journal.file });
+    return new StoredEvent(this.id, event.seq, this.mapBody(event, rec.body), rec.size, event);
   }
 
   // ---- subscriptions ----
@@ -533,6 +569,7 @@ export class SessionHost {
    * subscriber while it replays.
    */
   subscribe(sinceSeq: number, sink: SubscriptionSink): { headSeq: number; unsubscribe(): void } {
+    if (!sink.onEvent === !sink.onStored) throw new TypeError('a subscription sink has exactly one of onEvent and onStored');
     const sub = new Subscription(sink, Math.max(0, Math.min(sinceSeq, this.publishedSeq)));
     this.subs.add(sub);
     const headSeq = this.publishedSeq;
@@ -577,10 +614,10 @@ export class SessionHost {
     }
   }
 
-  private offer(sub: Subscription, e: SessionEvent): void {
+  private offer(sub: Subscription, e: StoredEvent): void {
     if (sub.closed) return;
     if (!sub.live) {
-      if (sub.paused && sub.sink.onSkipped) sub.sink.onSkipped(e, eventBody(e)?.length ?? 256);
+      if (sub.paused && sub.sink.onSkipped) sub.sink.onSkipped(e.seq, e.body.length);
       return;
     }
     if (e.seq !== sub.lastSeq + 1) return;
@@ -591,9 +628,10 @@ export class SessionHost {
   }
 
   /** True when the sink took the event (lastSeq advances); false when it refused it or threw. */
-  private deliver(sub: Subscription, e: SessionEvent): boolean {
+  private deliver(sub: Subscription, e: StoredEvent): boolean {
     try {
-      if (sub.sink.onEvent(e) === false) return false;
+      const sink = sub.sink;
+      if ((sink.onStored ? sink.onStored(e) : sink.onEvent!(e.event)) === false) return false;
     } catch (err) {
       this.opts.logger.error({ sessionId: this.id, err: (err as Error).message }, 'subscriber threw; unsubscribing it');
       sub.closed = true;

@@ -14,6 +14,8 @@ import { CLI, HERE, PAR_IN_FLIGHT, killAll, median, procRssBytes, sleep, spawnWo
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const STREAM_EVENTS = 200_000;
 const EVENT_BYTES = 200;
+/** Every side streams this many events unmeasured first, so each figure is its steady state (JIT warm). */
+const WARMUP_EVENTS = 20_000;
 const BIG_BYTES = 4 * 1024 * 1024;
 const BIG_EVENTS = 50; // 200 MiB per run
 const SHELL_BIG = `head -c ${BIG_EVENTS * 4}M /dev/zero`;
@@ -64,6 +66,7 @@ async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
     record('rt.p50us', kind, Number(rt.p50us));
     record('rt.p99us', kind, Number(rt.p99us));
     record('rt.callsPerSec', kind, Number(rt.callsPerSec));
+    await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(WARMUP_EVENTS), String(EVENT_BYTES)]).nextMessage();
     const st = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)]).nextMessage();
     record('stream.eventsPerSec', kind, Number(st.eventsPerSec));
     record('stream.clientCpuUs', kind, Number(st.clientCpuUsPerEvent));
@@ -123,6 +126,7 @@ async function astraRound(): Promise<void> {
     record('rt.p50us', 'astra', Number(rt.p50us));
     record('rt.p99us', 'astra', Number(rt.p99us));
     record('rt.callsPerSec', 'astra', Number(rt.callsPerSec));
+    await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${WARMUP_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
     const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
     if (st.events !== STREAM_EVENTS) throw new Error(`bench: the astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
     record('stream.eventsPerSec', 'astra', Number(st.eventsPerSec));

@@ -19,6 +19,8 @@ import { decode, decodeFromTrustedPeer } from './msgpack.js';
 export const SOCKET_HIGH_WATER_MARK = 256 * 1024;
 /** Frames queued in one tick are copied into batches of this size and written once. */
 const BATCH_BYTES = 64 * 1024;
+/** At most this much is handed to the socket at a time (see pump). */
+const SOCKET_INFLIGHT_BYTES = 256 * 1024;
 /** sendParts queues parts at least this big by reference instead of copying them. */
 const ZERO_COPY_PART_BYTES = 16 * 1024;
 /** A graceful close that cannot flush within this time becomes a destroy. */
@@ -110,7 +112,10 @@ export class Connection {
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
   private queueWaiters: { below: number; resolve: () => void }[] = [];
-  private readonly afterWriteBound = () => this.checkQueueWaiters();
+  private readonly afterWriteBound = () => {
+    this.pump(false);
+    this.checkQueueWaiters();
+  };
   private readonly lenientDecode: boolean;
 
   // Outbound: frames are copied into `batch` from `batchEnd`; [batchStart, batchEnd) is not yet
@@ -297,7 +302,9 @@ export class Connection {
     this.closeError ??= err;
     this.decoder.dispose();
     this.rejectAllPending();
-    this.flush();
+    this.sealBatch();
+    this.pump(true);
+    this.flushScheduled = false;
     this.socket.end();
     this.closeTimer = setTimeout(() => this.socket.destroy(), CLOSE_FLUSH_TIMEOUT_MS);
     this.closeTimer.unref();
@@ -391,14 +398,31 @@ export class Connection {
   private flush(): void {
     this.flushScheduled = false;
     this.sealBatch();
+    this.pump(false);
+  }
+
+  /**
+   * Hands queued buffers to the socket while it holds less than SOCKET_INFLIGHT_BYTES (all of them
+   * when `all`); each write's callback hands over more. Node passes everything buffered behind a
+   * write to the kernel as one writev and completes it at once, so handing over a megabyte would
+   * make the queue drop from a megabyte to nothing in one step; in slices, whenQueueBelow waiters
+   * (a paused subscriber) hear of progress while the socket still has data in flight.
+   */
+  private pump(all: boolean): void {
     const out = this.outbox;
     if (out.length === 0) return;
-    this.outbox = [];
-    this.unflushed = 0;
-    if (this.socket.destroyed || this.finished) return;
-    // Each write's callback (it runs as the kernel takes that buffer) tells whenQueueBelow waiters
-    // the queue shrank: per buffer, so a paused subscriber is fed again before the socket runs dry.
-    for (let i = 0; i < out.length; i++) this.socket.write(out[i]!, this.afterWriteBound);
+    if (this.socket.destroyed || this.finished) {
+      this.outbox = [];
+      this.unflushed = 0;
+      return;
+    }
+    let i = 0;
+    while (i < out.length && (all || this.socket.writableLength < SOCKET_INFLIGHT_BYTES)) {
+      const b = out[i++]!;
+      this.unflushed -= b.length;
+      this.socket.write(b, this.afterWriteBound);
+    }
+    this.outbox = i === out.length ? [] : out.slice(i);
   }
 
   private send(message: object): void {

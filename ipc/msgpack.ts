@@ -154,10 +154,6 @@ export function decodeFromTrustedPeer(bytes: Uint8Array): unknown {
 
 // ---- the hot path: command.output event bodies, encoded by hand ----
 
-const COMMAND_OUTPUT_HEAD = Buffer.from([
-  0x84, 0xa3, ...Buffer.from('seq'),
-]);
-const TS_KEY = Buffer.from([0xa2, ...Buffer.from('ts')]);
 const TYPE_AND_DATA_KEY = Buffer.from([
   0xa4, ...Buffer.from('type'), 0xae, ...Buffer.from('command.output'),
   0xa4, ...Buffer.from('data'), 0x83, 0xa6, ...Buffer.from('turnId'),
@@ -165,6 +161,47 @@ const TYPE_AND_DATA_KEY = Buffer.from([
 let scratch = Buffer.allocUnsafeSlow(FRESH_BUFFER_BYTES + 1024);
 const STREAM_KEY = Buffer.from([0xa6, ...Buffer.from('stream')]);
 const DATA_KEY = Buffer.from([0xa4, ...Buffer.from('data')]);
+const STDOUT = Buffer.from([0xa6, ...Buffer.from('stdout')]);
+const STDERR = Buffer.from([0xa6, ...Buffer.from('stderr')]);
+
+// The bytes between ts and the output are the same for every event of a turn's stream: the type,
+// the data key, turnId and stream. Built once per (turnId, stream).
+let midTurnId = '';
+let midStream = '';
+let mid = Buffer.alloc(0);
+function middleFor(turnId: string, stream: 'stdout' | 'stderr'): Buffer {
+  if (turnId !== midTurnId || stream !== midStream) {
+    mid = Buffer.concat([
+      TYPE_AND_DATA_KEY,
+      Buffer.from([0xa0 | turnId.length]),
+      Buffer.from(turnId, 'latin1'),
+      STREAM_KEY,
+      stream === 'stdout' ? STDOUT : STDERR,
+      DATA_KEY,
+    ]);
+    midTurnId = turnId;
+    midStream = stream;
+  }
+  return mid;
+}
+
+/** Own enumerable keys, counted without allocating (Object.keys would, per event). */
+function hasThreeKeys(o: object): boolean {
+  let n = 0;
+  for (const k in o) if (Object.prototype.hasOwnProperty.call(o, k) && ++n > 3) return false;
+  return n === 3;
+}
+
+// A turn's events share one turnId: remember the last one checked.
+let lastAscii = '';
+/** At most 31 characters, all ASCII (so a fixstr whose byte length is its length). */
+function shortAsciiString(s: string): boolean {
+  if (s === lastAscii) return true;
+  if (s.length > 31) return false;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  lastAscii = s;
+  return true;
+}
 
 function uintBytes(n: number): number {
   return n < 0x80 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : n < TWO_32 ? 5 : 9;
@@ -207,35 +244,35 @@ export function packEventBody(body: { seq: number; ts: number; type: string; dat
     typeof d.turnId !== 'string' ||
     (d.stream !== 'stdout' && d.stream !== 'stderr') ||
     !(d.data instanceof Uint8Array) ||
-    Object.keys(d).length !== 3 ||
+    !hasThreeKeys(d) ||
     !Number.isSafeInteger(body.seq) ||
     body.seq < 0 ||
     !Number.isSafeInteger(body.ts) ||
     body.ts < 0 ||
-    d.turnId.length > 31 ||
-    Buffer.byteLength(d.turnId) !== d.turnId.length
+    !shortAsciiString(d.turnId)
   ) {
     return packWithReserve(body, 0);
   }
   const bytes = d.data;
   const binHead = bytes.length < 0x100 ? 2 : bytes.length < 0x10000 ? 3 : 5;
-  const size =
-    COMMAND_OUTPUT_HEAD.length + uintBytes(body.seq) + TS_KEY.length + uintBytes(body.ts) + TYPE_AND_DATA_KEY.length +
-    1 + d.turnId.length + STREAM_KEY.length + 7 + DATA_KEY.length + binHead + bytes.length;
+  const mid = middleFor(d.turnId, d.stream);
+  const size = 5 + uintBytes(body.seq) + 3 + uintBytes(body.ts) + mid.length + binHead + bytes.length;
   // Written into a reused scratch buffer: the caller copies the body into its journal batch.
   if (size > scratch.length) scratch = Buffer.allocUnsafeSlow(Math.max(size, FRESH_BUFFER_BYTES));
   const buf = scratch;
-  let p = COMMAND_OUTPUT_HEAD.copy(buf, 0);
-  p = writeUint(buf, p, body.seq);
-  p += TS_KEY.copy(buf, p);
+  // Byte stores rather than Buffer#copy: the constant pieces are a few bytes, a call each would cost more.
+  buf[0] = 0x84; // map of 4: seq, ts, type, data
+  buf[1] = 0xa3;
+  buf[2] = 0x73; // s
+  buf[3] = 0x65; // e
+  buf[4] = 0x71; // q
+  let p = writeUint(buf, 5, body.seq);
+  buf[p++] = 0xa2;
+  buf[p++] = 0x74; // t
+  buf[p++] = 0x73; // s
   p = writeUint(buf, p, body.ts);
-  p += TYPE_AND_DATA_KEY.copy(buf, p);
-  buf[p++] = 0xa0 | d.turnId.length;
-  p += buf.write(d.turnId, p, 'latin1');
-  p += STREAM_KEY.copy(buf, p);
-  buf[p++] = 0xa6;
-  p += buf.write(d.stream, p, 'latin1');
-  p += DATA_KEY.copy(buf, p);
+  buf.set(mid, p);
+  p += mid.length;
   if (bytes.length < 0x100) {
     buf[p++] = 0xc4;
     buf[p++] = bytes.length;

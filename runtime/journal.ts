@@ -90,10 +90,15 @@ export function encodeRecord(kind: number, body: Uint8Array): Buffer {
   return rec;
 }
 
-/** Parses whole records from buf starting at pos; stops at the first incomplete or bad one. */
+/**
+ * Parses whole records from buf starting at pos; stops at the first incomplete or bad one.
+ * `verify` checks each record's checksum (skipped only for bytes this process has already verified
+ * or written itself).
+ */
 function parseRecords(
   buf: Buffer,
   baseOffset: number,
+  verify: boolean,
   fn: (rec: ScannedRecord) => boolean,
 ): { consumed: number; bad: string | undefined } {
   let pos = 0;
@@ -102,7 +107,7 @@ function parseRecords(
     if (len < 1 || len > MAX_RECORD_BYTES) return { consumed: pos, bad: `record length ${len} out of range` };
     if (buf.length - pos - RECORD_HEADER_BYTES < len) break;
     const payload = buf.subarray(pos + RECORD_HEADER_BYTES, pos + RECORD_HEADER_BYTES + len);
-    if (crc32(payload) !== buf.readUInt32BE(pos + 4)) return { consumed: pos, bad: 'checksum mismatch' };
+    if (verify && crc32(payload) !== buf.readUInt32BE(pos + 4)) return { consumed: pos, bad: 'checksum mismatch' };
     const ok = fn({ kind: payload[0]!, body: payload.subarray(1), offset: baseOffset + pos, size: RECORD_HEADER_BYTES + len });
     if (!ok) return { consumed: pos, bad: 'record rejected by reader' };
     pos += RECORD_HEADER_BYTES + len;
@@ -182,7 +187,7 @@ export class SessionJournal {
         // Copy: records handed to onRecord must not alias the reusable chunk buffer.
         const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : Buffer.from(chunk.subarray(0, n));
         offset += n;
-        const r = parseRecords(buf, base, (rec) => opts.onRecord(rec) !== false);
+        const r = parseRecords(buf, base, true, (rec) => opts.onRecord(rec) !== false);
         goodEnd = base + r.consumed;
         bad = r.bad;
         carry = buf.subarray(r.consumed);
@@ -221,15 +226,17 @@ export class SessionJournal {
     return this.pendingBytes > 0;
   }
 
-  /** Queues one record; returns the file offset it will occupy. */
-  append(kind: number, body: Uint8Array): number {
-    return this.queue(kind, body, false).offset;
+  /** The file offset the next appended record will occupy. */
+  get nextOffset(): number {
+    return this.written + this.pendingBytes;
   }
 
-  /** Like append, and also returns the stored copy of the body (a view into the queued record), safe to keep. */
-  appendKeepingBody(kind: number, body: Uint8Array): { offset: number; body: Buffer } {
-    const q = this.queue(kind, body, true);
-    return { offset: q.offset, body: q.body! };
+  /**
+   * Queues one record; returns the stored copy of the body (a view into the queued record, safe to
+   * keep: its bytes are never reused).
+   */
+  append(kind: number, body: Uint8Array): Buffer {
+    return this.queue(kind, body);
   }
 
   /**
@@ -237,17 +244,16 @@ export class SessionJournal {
    * bytes once written there are never rewritten, so the body views handed out stay valid — a full
    * arena is replaced, not reused. Large records get a buffer of their own.
    */
-  private queue(kind: number, body: Uint8Array, keepBody: boolean): { offset: number; body?: Buffer } {
+  private queue(kind: number, body: Uint8Array): Buffer {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
     const n = RECORD_HEADER_BYTES + 1 + body.length;
-    const offset = this.written + this.pendingBytes;
     this.pendingBytes += n;
     if (n > ARENA_BYTES / 4) {
       this.sealArena();
       const rec = encodeRecord(kind, body);
       this.pending.push(rec);
-      return { offset, body: keepBody ? rec.subarray(RECORD_HEADER_BYTES + 1) : undefined };
+      return rec.subarray(RECORD_HEADER_BYTES + 1);
     }
     if (this.arenaEnd + n > this.arena.length) {
       this.sealArena();
@@ -262,7 +268,7 @@ export class SessionJournal {
     // The checksum covers kind + body: chain from the kind byte's CRC instead of slicing the record.
     a.writeUInt32BE(crc32(body, kindCrc(kind)), at + 4);
     this.arenaEnd = at + n;
-    return { offset, body: keepBody ? a.subarray(at + 9, at + n) : undefined };
+    return a.subarray(at + 9, at + n);
   }
 
   private sealArena(): void {
@@ -336,7 +342,9 @@ export class SessionJournal {
       }
     }
     const records: ScannedRecord[] = [];
-    const r = parseRecords(buf, offset, (rec) => {
+    // No checksums here: every byte before `written` was verified when the journal was opened or
+    // written by this process, and reading it back is how subscribers catch up — at full speed.
+    const r = parseRecords(buf, offset, false, (rec) => {
       records.push(rec);
       return true;
     });

@@ -421,7 +421,8 @@ export class SessionHost {
     const seq = this.headSeq + 1;
     const ts = Math.floor(this.opts.now());
     // One encoding serves the journal and every subscriber's wire frames (StoredEvent.body).
-    const { offset, body } = this.journal.appendKeepingBody(RecordKind.event, this.opts.packEventBody({ seq, ts, type, data }));
+    const offset = this.journal.nextOffset;
+    const body = this.journal.append(RecordKind.event, this.opts.packEventBody({ seq, ts, type, data }));
     this.headSeq = seq;
     const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent<T>;
     const stored = new StoredEvent(this.id, seq, body, body.length + 9, event as SessionEvent);
@@ -592,9 +593,22 @@ export class SessionHost {
     });
   }
 
-  /** Feeds the backlog page by page, pausing for capacity, then switches to live (announcing it once). */
+  /**
+   * Feeds the backlog page by page, pausing for capacity, then switches to live (announcing it
+   * once). The page after the current one is read while the sink drains, so a subscriber catching
+   * up from the journal does not wait for the disk between pages.
+   */
   private async replay(sub: Subscription, announce: boolean, waitFirst: boolean): Promise<void> {
     if (waitFirst && sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
+    let page: StoredEvent[] = [];
+    let at = 0;
+    let ahead: Promise<StoredEvent[]> | undefined;
+    const readPage = (afterSeq: number): Promise<StoredEvent[]> => this.readPublished(afterSeq, SUBSCRIBE_PAGE_EVENTS, SUBSCRIBE_PAGE_BYTES);
+    /** Skips what the subscriber has; true when page[at] is the very next event it needs. */
+    const positioned = (): boolean => {
+      while (at < page.length && page[at]!.seq <= sub.lastSeq) at++;
+      return at < page.length && page[at]!.seq === sub.lastSeq + 1;
+    };
     for (;;) {
       if (sub.closed || this.closed) return;
       if (sub.lastSeq >= this.publishedSeq) {
@@ -604,11 +618,23 @@ export class SessionHost {
         else sub.sink.onResumed?.(sub.lastSeq);
         return;
       }
-      const page = await this.readPublished(sub.lastSeq, SUBSCRIBE_PAGE_EVENTS, SUBSCRIBE_PAGE_BYTES);
-      for (const e of page) {
-        if (sub.closed) return;
-        if (e.seq !== sub.lastSeq + 1) continue;
-        if (!this.deliver(sub, e)) break;
+      if (!positioned()) {
+        const next = ahead;
+        ahead = undefined;
+        page = next ? await next : [];
+        at = 0;
+        if (!positioned()) {
+          page = await readPage(sub.lastSeq);
+          at = 0;
+        }
+        if (sub.closed || this.closed) return;
+      }
+      while (at < page.length && page[at]!.seq === sub.lastSeq + 1 && this.deliver(sub, page[at]!)) at++;
+      if (sub.closed) return;
+      if (!ahead && page.length > 0 && page[page.length - 1]!.seq < this.publishedSeq) {
+        ahead = readPage(page[page.length - 1]!.seq);
+        // Awaited later (or dropped with the subscription): a failure surfaces there, not as unhandled.
+        ahead.catch(() => {});
       }
       if (sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
     }

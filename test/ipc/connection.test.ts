@@ -382,5 +382,51 @@ describe('Connection with a hostile peer', () => {
   });
 });
 
+describe('Connection outbound queue', () => {
+  /** A frame of [i, <64 KiB bin>] sent as parts: the bin goes to the socket by reference. */
+  function sendBig(server: Connection, i: number, fill: number): void {
+    const bin = Buffer.alloc(64 * 1024, fill);
+    const head = Buffer.from([0x92, i, 0xc6, 0, 0, 0, 0]);
+    head.writeUInt32BE(bin.length, 3);
+    server.sendParts([head, bin]);
+  }
+
+  it('hands a backlog to the socket in slices: queuedBytes falls step by step, and whenQueueBelow hears each step', async () => {
+    const { server, raw, received } = await rawPeer();
+    raw.pause();
+    for (let i = 0; i < 64; i++) sendBig(server, i, i);
+    await new Promise((r) => setImmediate(r));
+    expect(server.queuedBytes).toBeGreaterThan(3 * 1024 * 1024); // the rest sits in the kernel's buffers
+    const steps: number[] = [];
+    raw.resume();
+    for (let q = server.queuedBytes; q > 0; ) {
+      await server.whenQueueBelow(q);
+      q = server.queuedBytes;
+      steps.push(q);
+    }
+    // Handed over all at once, the whole backlog would go in one writev and drop to 0 in one step.
+    expect(steps.filter((q) => q > 0).length).toBeGreaterThanOrEqual(4);
+    await waitFor(() => received.length === 64, 'all 64 frames');
+    received.forEach((m, i) => {
+      const [n, bin] = m as [number, Uint8Array];
+      expect(n).toBe(i);
+      expect(bin.length).toBe(64 * 1024);
+      expect(bin[0]).toBe(i);
+      expect(bin[bin.length - 1]).toBe(i);
+    });
+  });
+
+  it('close() still sends everything queued, in order, before ending', async () => {
+    const { server, raw, received, isClosed } = await rawPeer();
+    raw.pause();
+    for (let i = 0; i < 40; i++) sendBig(server, i, 255 - i);
+    server.close();
+    raw.resume();
+    await waitFor(() => isClosed(), 'the socket to end');
+    expect(received.map((m) => (m as [number])[0])).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(received.every((m, i) => (m as [number, Uint8Array])[1][100] === 255 - i)).toBe(true);
+  });
+});
+
 // Keep the type import used for the raw socket helpers.
 export type { net };

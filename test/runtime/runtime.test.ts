@@ -3,8 +3,8 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { isAstraError } from '../../protocol/index.js';
-import { Packr } from 'msgpackr';
-import { JOURNAL_FILE, RecordKind, Runtime, SessionJournal, encodeRecord, silentLogger, type Engine, type RuntimeOptions } from '../../runtime/index.js';
+import { Packr, Unpackr } from 'msgpackr';
+import { JOURNAL_FILE, RecordKind, Runtime, SessionJournal, encodeRecord, silentLogger, type Engine, type RuntimeOptions, type StoredEvent } from '../../runtime/index.js';
 import { tempDir, waitFor } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -159,6 +159,40 @@ describe('runtime', () => {
     await rt.close();
   });
 
+  it('hands an onStored sink the journal bytes of each event, decoding those read back from disk only when asked', async () => {
+    const d = setupDir();
+    // A tiny cache: the whole backlog (seq past 65,535, so every integer width) comes from the journal file.
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 1024 });
+    const s = await rt.createSession({});
+    const t = await rt.startTurn(s.id, { text: '70000' }, 'k');
+    await waitFor(() => ended.get(t.turnId), 'burst', 50_000);
+    const head = (await rt.getSession(s.id)).headSeq;
+    const stored: StoredEvent[] = [];
+    let replayed = false;
+    const sub = await rt.subscribe(s.id, 0, {
+      onStored: (e) => void stored.push(e),
+      onReplayed: () => {
+        replayed = true;
+      },
+    });
+    await waitFor(() => replayed, 'backlog replayed', 50_000);
+    expect(stored.length).toBe(head);
+    const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+    for (let i = 0; i < stored.length; i += 997) {
+      const e = stored[i]!;
+      expect(e.seq).toBe(i + 1);
+      const body = unpackr.unpack(e.body) as { seq: number; ts: number; type: string; data: unknown };
+      expect(body.seq).toBe(e.seq);
+      expect(e.event).toEqual({ sessionId: s.id, seq: body.seq, ts: body.ts, type: body.type, data: body.data });
+    }
+    const [last] = (await rt.readSession(s.id, { sinceSeq: head - 1 })).events;
+    expect(stored[head - 1]!.event).toEqual(last);
+    sub.unsubscribe();
+    await expect(rt.subscribe(s.id, 0, { onEvent: () => {}, onStored: () => {} })).rejects.toThrow(/exactly one of onEvent and onStored/);
+    await expect(rt.subscribe(s.id, 0, {})).rejects.toThrow(/exactly one of onEvent and onStored/);
+    await rt.close();
+  });
+
   it('a subscriber from the head sees only live events; unsubscribe stops delivery', async () => {
     const d = setupDir();
     const { rt, ended } = await open(d);
@@ -291,6 +325,18 @@ describe('runtime', () => {
     ]);
     expect(read.events[2]!.data).toEqual({ turnId: 't_old', text: 'from the past' });
     expect(read.events[2]!.ts).toBe(1_700_000_000_000);
+    // A sink that takes encoded bodies gets the old record in the current (map) encoding.
+    const bodies: Buffer[] = [];
+    const sub = await rt.subscribe(s.id, 2, { onStored: (e) => void bodies.push(e.body) });
+    await waitFor(() => bodies.length === 1, 'the old event');
+    expect(bodies[0]![0]).toBe(0x84);
+    expect(new Unpackr({ useRecords: false, mapsAsObjects: true }).unpack(bodies[0]!)).toEqual({
+      seq: 3,
+      ts: 1_700_000_000_000,
+      type: 'message.delta',
+      data: { turnId: 't_old', text: 'from the past' },
+    });
+    sub.unsubscribe();
     // And the session goes on with seq 4.
     await rt.renameSession(s.id, 'newer');
     expect((await rt.getSession(s.id)).headSeq).toBe(4);

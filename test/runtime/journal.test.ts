@@ -5,6 +5,7 @@ import { isAstraError } from '../../protocol/index.js';
 import { JOURNAL_FILE, JOURNAL_HEADER_BYTES, Runtime, SessionJournal, crc32 } from '../../runtime/index.js';
 import { recordingLogger, tempDir } from './helpers.js';
 import { crc32Portable } from '../../runtime/crc32.js';
+import { writeAllSync } from '../../runtime/journal.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -120,5 +121,23 @@ describe('session journal', () => {
     const { records } = await j2.readRecords(JOURNAL_HEADER_BYTES, 100);
     expect(records[0]!.body.toString()).toBe('record 0');
     await j2.close();
+  });
+});
+
+describe('writeAllSync', () => {
+  it('writes more buffers than one writev takes (and empty ones), in order, at the position given', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'w');
+    fs.writeFileSync(file, 'HEAD');
+    const bufs = Array.from({ length: 2500 }, (_, i) => (i % 7 === 3 ? Buffer.alloc(0) : Buffer.from(`<${i}>`)));
+    const fd = fs.openSync(file, 'r+');
+    try {
+      const n = writeAllSync(fd, bufs, 4);
+      expect(n).toBe(bufs.reduce((a, b) => a + b.length, 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+    expect(fs.readFileSync(file, 'latin1')).toBe('HEAD' + bufs.map((b) => b.toString('latin1')).join(''));
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -193,6 +193,54 @@ describe('runtime', () => {
     await rt.close();
   });
 
+  it('journals large output: each event published only once its bytes are in the file, and read back exactly from the journal', async () => {
+    const d = setupDir();
+    const chunk = 64 * 1024;
+    /** 16 × 64 KiB of output per tick: 1 MiB journal writes of records too big for the arena. */
+    const bigEngine: Engine = {
+      async runTurn(ctx) {
+        for (let i = 0; i < 320; i++) {
+          ctx.emit('command.output', { turnId: ctx.turnId, stream: 'stdout', data: Buffer.alloc(chunk, i & 0xff) });
+          if (i % 16 === 15) await new Promise((r) => setImmediate(r));
+        }
+        return { status: 'completed' };
+      },
+    };
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 1024 * 1024, engines: { big: bigEngine }, defaultEngine: 'big' });
+    const s = await rt.createSession({});
+    const file = path.join(d, 'sessions', s.id, JOURNAL_FILE);
+    // Live: when an event is published (and a subscriber sees it), its bytes are already in the file.
+    let live = 0;
+    const liveSub = await rt.subscribe(s.id, 1, { onEvent: () => void live++ });
+    const sizes: [number, number][] = [];
+    rt.on('event', (e) => {
+      if (e.type === 'command.output') sizes.push([e.seq, fs.statSync(file).size]);
+    });
+    const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
+    await waitFor(() => ended.get(t.turnId), 'the big turn', 50_000);
+    await waitFor(() => live === (rt.peekSession(s.id)?.headSeq ?? 0) - 1, 'live delivery');
+    liveSub.unsubscribe();
+    expect(sizes.length).toBe(320);
+    const first = sizes[0]![0];
+    for (const [seq, size] of sizes) expect(size).toBeGreaterThanOrEqual((seq - first + 1) * chunk);
+    // Read back from the journal (the cache holds 1 MiB): every event, in order, byte for byte.
+    const back: StoredEvent[] = [];
+    let replayed = false;
+    const sub = await rt.subscribe(s.id, 0, { onStored: (e) => void back.push(e), onReplayed: () => (replayed = true) });
+    await waitFor(() => replayed, 'replay', 50_000);
+    sub.unsubscribe();
+    expect(back.map((e) => e.seq)).toEqual(Array.from({ length: back.length }, (_, i) => i + 1));
+    const outputs = back.map((e) => e.event).filter((e) => e.type === 'command.output');
+    expect(outputs.length).toBe(320);
+    outputs.forEach((e, i) => {
+      const data = (e.data as { data: Uint8Array }).data;
+      expect(data.length).toBe(chunk);
+      expect(data[0]).toBe(i & 0xff);
+      expect(data[chunk - 1]).toBe(i & 0xff);
+    });
+    await rt.close();
+  });
+
   it('a subscriber from the head sees only live events; unsubscribe stops delivery', async () => {
     const d = setupDir();
     const { rt, ended } = await open(d);

@@ -251,7 +251,8 @@ export function packEventBody(body: { seq: number; ts: number; type: string; dat
     body.ts < 0 ||
     !shortAsciiString(d.turnId)
   ) {
-    return packWithReserve(body, 0);
+    // Only the four keys, whatever else the object carries (the runtime passes the event itself).
+    return packWithReserve({ seq: body.seq, ts: body.ts, type: body.type, data: body.data }, 0);
   }
   const bytes = d.data;
   const binHead = bytes.length < 0x100 ? 2 : bytes.length < 0x10000 ? 3 : 5;

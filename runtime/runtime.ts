@@ -44,7 +44,8 @@ export interface RuntimeOptions {
   now?: () => number;
   /**
    * How event bodies ({seq, ts, type, data}) are encoded for the journal. The daemon passes the
-   * wire's packer (ipc/), so stored bytes go out on the wire as they are. The result may be a view
+   * wire's packer (ipc/), so stored bytes go out on the wire as they are. It is handed the whole
+   * event and must encode exactly those four keys, as a map in that order. The result may be a view
    * that is valid until the next call. Default: plain MessagePack.
    */
   packEventBody?: (body: EventBody) => Buffer;
@@ -488,11 +489,11 @@ export class Runtime {
             const max = LIMITS.maxOutputChunkBytes;
             if (d.data.length > max) {
               for (let off = 0; off < d.data.length; off += max)
-                host.append('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
+                host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
               return;
             }
           }
-          host.append(type, data);
+          host.appendStored(type, data);
         } catch (e) {
           this.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
         }

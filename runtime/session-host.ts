@@ -37,6 +37,12 @@ const LARGE_BODY_BYTES = 1024 * 1024;
  * catching a subscriber up from disk costs it no decoding.
  */
 export class StoredEvent {
+  // A live event keeps what it was made of and builds its object when someone asks: the daemon
+  // never does, so the hot path allocates one object per event, not two.
+  private liveTs = 0;
+  private liveType: string | undefined = undefined;
+  private liveData: unknown = undefined;
+
   constructor(
     readonly sessionId: string,
     readonly seq: number,
@@ -46,8 +52,21 @@ export class StoredEvent {
     private decoded: SessionEvent | undefined,
   ) {}
 
+  static live(sessionId: string, seq: number, body: Buffer, size: number, ts: number, type: string, data: unknown): StoredEvent {
+    const e = new StoredEvent(sessionId, seq, body, size, undefined);
+    e.liveTs = ts;
+    e.liveType = type;
+    e.liveData = data;
+    return e;
+  }
+
   get event(): SessionEvent {
     if (this.decoded) return this.decoded;
+    if (this.liveType !== undefined) {
+      this.decoded = { sessionId: this.sessionId, seq: this.seq, ts: this.liveTs, type: this.liveType, data: this.liveData } as SessionEvent;
+      this.liveData = undefined;
+      return this.decoded;
+    }
     const e = eventFromBody(this.sessionId, this.body);
     if (!e || e.seq !== this.seq) throw new AstraError('journal_corrupt', `session ${this.sessionId}: the journal record of event ${this.seq} cannot be decoded`);
     return (this.decoded = e);
@@ -70,9 +89,14 @@ function peekSeq(body: Buffer): number | undefined {
   return undefined;
 }
 
+/** Reused for every packEventBody call (nothing keeps it). */
+const packArg: EventBody = { seq: 0, ts: 0, type: '', data: undefined };
+/** Event types applyEvent folds into state when appended live (turn.started/completed are handled by the turn's own code). */
+const STATEFUL_TYPES = new Set<string>(['session.created', 'session.updated', 'lease.changed', 'approval.requested', 'approval.resolved', 'command.started', 'command.completed']);
+
 /** Event bodies in plain MessagePack; the daemon passes the wire's packer instead (RuntimeOptions). */
 export function defaultPackEventBody(body: EventBody): Buffer {
-  const view = eventPackr.pack(body);
+  const view = eventPackr.pack({ seq: body.seq, ts: body.ts, type: body.type, data: body.data });
   if (view.length >= LARGE_BODY_BYTES) eventPackr.useBuffer(Buffer.allocUnsafeSlow(64 * 1024));
   return view;
 }
@@ -190,7 +214,7 @@ export interface RunningTurn {
 
 export interface HostOptions {
   logger: RuntimeLogger;
-  /** Encodes an event body; the result may be a view valid until the next call. */
+  /** Encodes an event's body {seq, ts, type, data} (it is given the whole event); the result may be a view valid until the next call. */
   packEventBody: (body: EventBody) => Buffer;
   now: () => number;
   groupCommitMs: number;
@@ -417,22 +441,31 @@ export class SessionHost {
 
   /** Appends an event: seq assigned now, bytes queued for this tick's single write, published after it. */
   append<T extends EventType>(type: T, data: EventData<T>): SessionEvent<T> {
+    return this.appendStored(type, data).event as SessionEvent<T>;
+  }
+
+  /** append, without building the event object (engines' output: nobody in the daemon needs it). */
+  appendStored<T extends EventType>(type: T, data: EventData<T>): StoredEvent {
     if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
     const seq = this.headSeq + 1;
     const ts = Math.floor(this.opts.now());
     // One encoding serves the journal and every subscriber's wire frames (StoredEvent.body).
+    packArg.seq = seq;
+    packArg.ts = ts;
+    packArg.type = type;
+    packArg.data = data;
     const offset = this.journal.nextOffset;
-    const body = this.journal.append(RecordKind.event, this.opts.packEventBody({ seq, ts, type, data }));
+    const body = this.journal.append(RecordKind.event, this.opts.packEventBody(packArg));
+    packArg.data = undefined;
     this.headSeq = seq;
-    const event = { sessionId: this.id, seq, ts, type, data } as SessionEvent<T>;
-    const stored = new StoredEvent(this.id, seq, body, body.length + 9, event as SessionEvent);
+    const stored = StoredEvent.live(this.id, seq, body, body.length + 9, ts, type, data);
     if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
     this.cachePush(stored);
-    if (type !== 'turn.started' && type !== 'turn.completed') this.applyEvent(event as SessionEvent);
+    if (STATEFUL_TYPES.has(type)) this.applyEvent(stored.event);
     else this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
     this.unpublished.push(stored);
     this.scheduleFlush();
-    return event;
+    return stored;
   }
 
   /** A record body in the map format: the record's own, or (from the first, array format) encoded anew. */

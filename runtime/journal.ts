@@ -260,15 +260,22 @@ export class SessionJournal {
    * keep: its bytes are never reused).
    */
   append(kind: number, body: Uint8Array): Buffer {
-    return this.queue(kind, body);
+    this.appendInPlace(kind, body);
+    return this.lastBuf.subarray(this.lastStart, this.lastEnd);
   }
 
+  /** Where the last appended record's stored body is: bytes [lastStart, lastEnd) of lastBuf. */
+  lastBuf: Buffer = Buffer.alloc(0);
+  lastStart = 0;
+  lastEnd = 0;
+
   /**
-   * Records are written straight into an arena (no buffer per record, no concatenation at flush);
-   * bytes once written there are never rewritten, so the body views handed out stay valid — a full
+   * Like append, without making a view of the stored body (lastBuf, lastStart, lastEnd say where
+   * it is). Records are written straight into an arena (no buffer per record, no concatenation at
+   * flush); bytes once written there are never rewritten, so references to them stay valid — a full
    * arena is replaced, not reused. Large records get a buffer of their own.
    */
-  private queue(kind: number, body: Uint8Array): Buffer {
+  appendInPlace(kind: number, body: Uint8Array): void {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
     const n = RECORD_HEADER_BYTES + 1 + body.length;
@@ -277,7 +284,10 @@ export class SessionJournal {
       this.sealArena();
       const rec = encodeRecord(kind, body);
       this.pending.push(rec);
-      return rec.subarray(RECORD_HEADER_BYTES + 1);
+      this.lastBuf = rec;
+      this.lastStart = RECORD_HEADER_BYTES + 1;
+      this.lastEnd = rec.length;
+      return;
     }
     if (this.arenaEnd + n > this.arena.length) {
       this.sealArena();
@@ -292,7 +302,9 @@ export class SessionJournal {
     // The checksum covers kind + body: chain from the kind byte's CRC instead of slicing the record.
     a.writeUInt32BE(crc32(body, kindCrc(kind)), at + 4);
     this.arenaEnd = at + n;
-    return a.subarray(at + 9, at + n);
+    this.lastBuf = a;
+    this.lastStart = at + 9;
+    this.lastEnd = at + n;
   }
 
   private sealArena(): void {

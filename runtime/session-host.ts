@@ -225,6 +225,8 @@ export interface HostOptions {
 const INDEX_EVERY = 64;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
 const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
+/** A journal record's bytes beyond its body: length, checksum, kind. */
+const RECORD_OVERHEAD = 9;
 /** Envelope overhead beyond the journal record when an event goes on the wire (sessionId, keys). */
 const WIRE_OVERHEAD = 64;
 
@@ -280,8 +282,15 @@ export class SessionHost {
   private unpublished: StoredEvent[] = [];
   private flushScheduled = false;
   private syncTimer: NodeJS.Timeout | undefined;
-  private cache: StoredEvent[] = [];
+  // The in-memory tail of recent events, as references into the journal's own buffers and no
+  // object per event (objects that live this long would each be copied by the garbage collector):
+  // entry i (from cacheStart) is event cacheFirstSeq + (i - cacheStart), its body bytes
+  // [cacheStarts[i], cacheEnds[i]) of cacheBufs[i].
+  private cacheBufs: (Buffer | undefined)[] = [];
+  private cacheStarts: number[] = [];
+  private cacheEnds: number[] = [];
   private cacheStart = 0;
+  private cacheFirstSeq = 1;
   private cacheBytes = 0;
   /** Sparse seq → file offset index (every INDEX_EVERY events) for reads older than the cache. */
   private index: { seq: number; offset: number }[] = [];
@@ -358,7 +367,8 @@ export class SessionHost {
       const seq = event.seq;
       this.headSeq = seq;
       if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset: rec.offset });
-      this.cachePush(new StoredEvent(this.id, seq, this.mapBody(event, rec.body), rec.size, event));
+      const body = this.mapBody(event, rec.body);
+      this.cachePush(seq, body, 0, body.length);
       this.applyEvent(event);
       return true;
     }
@@ -454,13 +464,14 @@ export class SessionHost {
     packArg.ts = ts;
     packArg.type = type;
     packArg.data = data;
-    const offset = this.journal.nextOffset;
-    const body = this.journal.append(RecordKind.event, this.opts.packEventBody(packArg));
+    const j = this.journal;
+    const offset = j.nextOffset;
+    j.appendInPlace(RecordKind.event, this.opts.packEventBody(packArg));
     packArg.data = undefined;
     this.headSeq = seq;
-    const stored = StoredEvent.live(this.id, seq, body, body.length + 9, ts, type, data);
+    const stored = StoredEvent.live(this.id, seq, j.lastBuf.subarray(j.lastStart, j.lastEnd), j.lastEnd - j.lastStart + 9, ts, type, data);
     if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
-    this.cachePush(stored);
+    this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd);
     if (STATEFUL_TYPES.has(type)) this.applyEvent(stored.event);
     else this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
     this.unpublished.push(stored);
@@ -519,23 +530,26 @@ export class SessionHost {
 
   // ---- in-memory tail ----
 
-  private cachePush(e: StoredEvent): void {
-    this.cache.push(e);
-    this.cacheBytes += e.size;
-    while (this.cacheBytes > this.opts.cacheBytes && this.cache.length - this.cacheStart > 1) {
-      this.cacheBytes -= this.cache[this.cacheStart]!.size;
-      this.cache[this.cacheStart] = undefined as unknown as StoredEvent;
+  /** Remembers event `seq` (the next one: seqs are consecutive) as bytes [start, end) of buf. */
+  private cachePush(seq: number, buf: Buffer, start: number, end: number): void {
+    if (this.cacheBufs.length === this.cacheStart) this.cacheFirstSeq = seq;
+    this.cacheBufs.push(buf);
+    this.cacheStarts.push(start);
+    this.cacheEnds.push(end);
+    this.cacheBytes += end - start + RECORD_OVERHEAD;
+    while (this.cacheBytes > this.opts.cacheBytes && this.cacheBufs.length - this.cacheStart > 1) {
+      const i = this.cacheStart;
+      this.cacheBytes -= this.cacheEnds[i]! - this.cacheStarts[i]! + RECORD_OVERHEAD;
+      this.cacheBufs[i] = undefined;
       this.cacheStart++;
+      this.cacheFirstSeq++;
     }
-    if (this.cacheStart > 4096 && this.cacheStart * 2 > this.cache.length) {
-      this.cache = this.cache.slice(this.cacheStart);
+    if (this.cacheStart > 4096 && this.cacheStart * 2 > this.cacheBufs.length) {
+      this.cacheBufs = this.cacheBufs.slice(this.cacheStart);
+      this.cacheStarts = this.cacheStarts.slice(this.cacheStart);
+      this.cacheEnds = this.cacheEnds.slice(this.cacheStart);
       this.cacheStart = 0;
     }
-  }
-
-  private get cacheFirstSeq(): number {
-    const first = this.cache[this.cacheStart];
-    return first ? first.seq : this.headSeq + 1;
   }
 
   /**
@@ -547,15 +561,18 @@ export class SessionHost {
     let bytes = 0;
     const end = this.publishedSeq;
     if (afterSeq >= end || limit <= 0) return out;
-    if (afterSeq + 1 >= this.cacheFirstSeq) {
+    if (this.cacheBufs.length > this.cacheStart && afterSeq + 1 >= this.cacheFirstSeq) {
       let i = this.cacheStart + (afterSeq + 1 - this.cacheFirstSeq);
-      while (i < this.cache.length && out.length < limit) {
-        const c = this.cache[i]!;
-        if (c.seq > end) break;
-        if (out.length > 0 && bytes + c.size + WIRE_OVERHEAD > maxBytes) break;
-        out.push(c);
-        bytes += c.size + WIRE_OVERHEAD;
+      let seq = afterSeq + 1;
+      while (i < this.cacheBufs.length && out.length < limit && seq <= end) {
+        const start = this.cacheStarts[i]!;
+        const stop = this.cacheEnds[i]!;
+        const size = stop - start + RECORD_OVERHEAD;
+        if (out.length > 0 && bytes + size + WIRE_OVERHEAD > maxBytes) break;
+        out.push(new StoredEvent(this.id, seq, this.cacheBufs[i]!.subarray(start, stop), size, undefined));
+        bytes += size + WIRE_OVERHEAD;
         i++;
+        seq++;
       }
       return out;
     }

@@ -107,6 +107,26 @@ async function peerFanOut(kind: (typeof PEERS)[number]): Promise<void> {
   }
 }
 
+/**
+ * The floor under journaled large output on this machine: the same 200 MiB written to a new file,
+ * 1 MiB per writeSync, nothing else. Every byte of Astra's output is journaled before anyone sees
+ * it, so its large-output figure cannot beat this one by much (see REPORT.md).
+ */
+function diskWriteRound(): void {
+  const dir = tempDir('astra-bench-disk-');
+  const file = path.join(dir, 'out');
+  const chunk = Buffer.alloc(1024 * 1024, 0x78);
+  const total = BIG_EVENTS * BIG_BYTES;
+  const fd = fs.openSync(file, 'wx');
+  const t = process.hrtime.bigint();
+  for (let at = 0; at < total; at += chunk.length) fs.writeSync(fd, chunk, 0, chunk.length, at);
+  const sec = Number(process.hrtime.bigint() - t) / 1e9;
+  fs.closeSync(fd);
+  fs.rmSync(dir, { recursive: true, force: true });
+  record('bigDisk.mbPerSec', 'bare', total / sec / 1e6);
+  log(`  disk     200 MiB to a new file: ${(total / sec / 1e6).toFixed(0)} MB/s`);
+}
+
 function fanFigures(kind: Kind, startMs: number, endsMs: number[]): void {
   const last = Math.max(...endsMs);
   const aggregate = (FAN_CLIENTS * FAN_EVENTS) / ((last - startMs) / 1000);
@@ -353,6 +373,7 @@ async function main(): Promise<void> {
 
   for (let r = 0; r < REPEATS; r++) {
     log(`run ${r + 1}/${REPEATS}`);
+    if (runs('astra')) diskWriteRound();
     if (runs('peers')) for (const kind of PEERS) await peerRound(kind);
     if (runs('astra')) await astraRound();
     if (runs('fan')) {
@@ -391,6 +412,7 @@ async function main(): Promise<void> {
     figure('bigChunked.mbPerSec', 'large output, 200 MiB in 64 KiB chunks (Astra: shell `head -c 200M`; bare: 64 KiB frames)', 'MB/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
     figure('big64k.mbPerSec', 'large output, synthetic 64 KiB events (no child process; bare: 64 KiB frames)', 'MB/s', 'higher', ''),
     figure('big.mbPerSec', 'large output, 4 MiB frames (peers only, for reference: Astra chunks output at 64 KiB)', 'MB/s', 'higher', ''),
+    figure('bigDisk.mbPerSec', 'large output\'s floor here: the same 200 MiB written to a new file (1 MiB writeSync calls, nothing sent; bare column)', 'MB/s', 'higher', ''),
     figure('fan.aggregateEventsPerSec', `fan-out to ${FAN_CLIENTS} client processes (${FAN_EVENTS.toLocaleString('en-US')} events), aggregate`, 'events/s', 'higher', '≥ 0.6× bare', (_a, r) => r !== undefined && r >= 0.6),
     figure('fan.slowestEventsPerSec', `fan-out, slowest client`, 'events/s', 'higher', ''),
     figure('startup.daemonStartMs', '`astra daemon start` → answering', 'ms', 'lower', '≤ 250 ms', (a) => a <= 250),

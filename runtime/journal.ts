@@ -73,6 +73,10 @@ function checkHeader(file: string, h: Buffer): void {
 
 /** Records are queued in arenas of this size (a tick's worth of small events in one buffer). */
 const ARENA_BYTES = 256 * 1024;
+/** An arena started for a record bigger than a quarter of ARENA_BYTES (output chunks) has this size. */
+const BIG_ARENA_BYTES = 4 * 1024 * 1024;
+/** Records bigger than this get a buffer of their own. */
+const OWN_BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Writes all of `bufs` at `position` with one writev (no concatenation: large records are written
@@ -273,14 +277,14 @@ export class SessionJournal {
    * Like append, without making a view of the stored body (lastBuf, lastStart, lastEnd say where
    * it is). Records are written straight into an arena (no buffer per record, no concatenation at
    * flush); bytes once written there are never rewritten, so references to them stay valid — a full
-   * arena is replaced, not reused. Large records get a buffer of their own.
+   * arena is replaced, not reused. Records past OWN_BUFFER_BYTES get a buffer of their own.
    */
   appendInPlace(kind: number, body: Uint8Array): void {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
     const n = RECORD_HEADER_BYTES + 1 + body.length;
     this.pendingBytes += n;
-    if (n > ARENA_BYTES / 4) {
+    if (n > OWN_BUFFER_BYTES) {
       this.sealArena();
       const rec = encodeRecord(kind, body);
       this.pending.push(rec);
@@ -291,7 +295,8 @@ export class SessionJournal {
     }
     if (this.arenaEnd + n > this.arena.length) {
       this.sealArena();
-      this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
+      // Output chunks of 64 KiB share 4 MiB arenas: one allocation per 64 of them, not one each.
+      this.arena = Buffer.allocUnsafeSlow(n > ARENA_BYTES / 4 ? BIG_ARENA_BYTES : ARENA_BYTES);
       this.arenaStart = this.arenaEnd = 0;
     }
     const a = this.arena;

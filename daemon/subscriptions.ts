@@ -77,19 +77,6 @@ function arrayHeader(n: number): Buffer {
   return b;
 }
 
-// The runtime offers each event to every subscriber in turn: remembering the last one is enough to
-// slice its bytes once per event, however many subscribers there are.
-let lastBody: Buffer | undefined;
-let lastTail: Buffer | undefined;
-
-/** The body without its map header (0x84): the four pairs seq, ts, type, data. */
-function bodyTail(body: Buffer): Buffer {
-  if (body !== lastBody || !lastTail) {
-    lastBody = body;
-    lastTail = body.subarray(1);
-  }
-  return lastTail;
-}
 
 
 type Phase = 'replaying' | 'live' | 'paused';
@@ -226,7 +213,8 @@ export class SubscriptionHub {
     if (sub.dropped || event.seq <= sub.lastSeq) return;
     const conn = sub.peer.conn;
     if (conn.closed) return;
-    const tail = bodyTail(event.body);
+    // The body without its map header (one view per event, shared by every subscriber).
+    const tail = event.tail;
     const queued = conn.queuedBytes + sub.pendingBytes;
     // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
     if (queued >= this.resumeBytes && queued + tail.length > this.softBytes) {

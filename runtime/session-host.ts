@@ -42,22 +42,45 @@ export class StoredEvent {
   private liveTs = 0;
   private liveType: string | undefined = undefined;
   private liveData: unknown = undefined;
+  // Views of the bytes, made when first asked for (the daemon asks only for the tail).
+  private bodyView: Buffer | undefined = undefined;
+  private tailView: Buffer | undefined = undefined;
 
+  /** The body is bytes [start, end) of buf. */
   constructor(
     readonly sessionId: string,
     readonly seq: number,
-    readonly body: Buffer,
-    /** Bytes the event occupies in the journal (record header included). */
-    readonly size: number,
+    private readonly buf: Buffer,
+    private readonly start: number,
+    private readonly end: number,
     private decoded: SessionEvent | undefined,
   ) {}
 
-  static live(sessionId: string, seq: number, body: Buffer, size: number, ts: number, type: string, data: unknown): StoredEvent {
-    const e = new StoredEvent(sessionId, seq, body, size, undefined);
+  static live(sessionId: string, seq: number, buf: Buffer, start: number, end: number, ts: number, type: string, data: unknown): StoredEvent {
+    const e = new StoredEvent(sessionId, seq, buf, start, end, undefined);
     e.liveTs = ts;
     e.liveType = type;
     e.liveData = data;
     return e;
+  }
+
+  /** The encoded body: the map {seq, ts, type, data}. */
+  get body(): Buffer {
+    return (this.bodyView ??= this.buf.subarray(this.start, this.end));
+  }
+
+  /** The body without its map header (0x84): the four pairs, as they follow `sessionId` on the wire. */
+  get tail(): Buffer {
+    return (this.tailView ??= this.buf.subarray(this.start + 1, this.end));
+  }
+
+  get bodyLength(): number {
+    return this.end - this.start;
+  }
+
+  /** Bytes the event occupies in the journal (record header included). */
+  get size(): number {
+    return this.end - this.start + RECORD_OVERHEAD;
   }
 
   get event(): SessionEvent {
@@ -469,7 +492,7 @@ export class SessionHost {
     j.appendInPlace(RecordKind.event, this.opts.packEventBody(packArg));
     packArg.data = undefined;
     this.headSeq = seq;
-    const stored = StoredEvent.live(this.id, seq, j.lastBuf.subarray(j.lastStart, j.lastEnd), j.lastEnd - j.lastStart + 9, ts, type, data);
+    const stored = StoredEvent.live(this.id, seq, j.lastBuf, j.lastStart, j.lastEnd, ts, type, data);
     if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
     this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd);
     if (STATEFUL_TYPES.has(type)) this.applyEvent(stored.event);
@@ -569,7 +592,7 @@ export class SessionHost {
         const stop = this.cacheEnds[i]!;
         const size = stop - start + RECORD_OVERHEAD;
         if (out.length > 0 && bytes + size + WIRE_OVERHEAD > maxBytes) break;
-        out.push(new StoredEvent(this.id, seq, this.cacheBufs[i]!.subarray(start, stop), size, undefined));
+        out.push(new StoredEvent(this.id, seq, this.cacheBufs[i]!, start, stop, undefined));
         bytes += size + WIRE_OVERHEAD;
         i++;
         seq++;
@@ -605,10 +628,11 @@ export class SessionHost {
   /** An event record read back from the journal: only its seq is read; the event is decoded on demand. */
   private storedFromRecord(rec: ScannedRecord): StoredEvent {
     const seq = peekSeq(rec.body);
-    if (seq !== undefined) return new StoredEvent(this.id, seq, rec.body, rec.size, undefined);
+    if (seq !== undefined) return new StoredEvent(this.id, seq, rec.body, 0, rec.body.length, undefined);
     const event = eventFromBody(this.id, rec.body);
     if (!event) throw new AstraError('journal_corrupt', `${this.journal.file}: unreadable event record at offset ${rec.offset}`, { file: this.journal.file });
-    return new StoredEvent(this.id, event.seq, this.mapBody(event, rec.body), rec.size, event);
+    const body = this.mapBody(event, rec.body);
+    return new StoredEvent(this.id, event.seq, body, 0, body.length, event);
   }
 
   // ---- subscriptions ----
@@ -693,7 +717,7 @@ export class SessionHost {
   private offer(sub: Subscription, e: StoredEvent): void {
     if (sub.closed) return;
     if (!sub.live) {
-      if (sub.paused && sub.sink.onSkipped) sub.sink.onSkipped(e.seq, e.body.length);
+      if (sub.paused && sub.sink.onSkipped) sub.sink.onSkipped(e.seq, e.bodyLength);
       return;
     }
     if (e.seq !== sub.lastSeq + 1) return;

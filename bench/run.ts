@@ -14,8 +14,8 @@ import { CLI, HERE, PAR_IN_FLIGHT, killAll, median, procRssBytes, sleep, spawnWo
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const STREAM_EVENTS = 200_000;
 const EVENT_BYTES = 200;
-/** Every side streams this many events unmeasured first, so each figure is its steady state (JIT warm). */
-const WARMUP_EVENTS = 20_000;
+/** Every side streams this many events unmeasured first (a whole stream): each figure is the steady state of a long-running process, JIT and heap warm. */
+const WARMUP_EVENTS = STREAM_EVENTS;
 const BIG_BYTES = 4 * 1024 * 1024;
 const BIG_EVENTS = 50; // 200 MiB per run
 const SHELL_BIG = `head -c ${BIG_EVENTS * 4}M /dev/zero`;

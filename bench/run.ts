@@ -432,6 +432,7 @@ async function main(): Promise<void> {
     jf('journal.appendEventsPerSec', 'journal: group-committed append (bare: appendFileSync per record)', 'events/s', 'higher', journal.appendEventsPerSec!, journal.bareAppendFileEventsPerSec!, '≥ 0.5× bare', journal.appendRatio! >= 0.5),
     jf('journal.mutationP50us', 'journal: fsynced mutation p50 (bare: write + fsync)', 'µs', 'lower', journal.mutationP50us!, journal.bareFsyncP50us!, '≤ 2× bare', journal.mutationP50Ratio! <= 2),
     jf('journal.mutationP99us', 'journal: fsynced mutation p99', 'µs', 'lower', journal.mutationP99us!, journal.bareFsyncP99us!, '', true),
+    jf('journal.outputMBPerSec', 'runtime alone: 200 MiB of 64 KiB output events journaled, no subscriber (bare: 200 MiB to a new file)', 'MB/s', 'higher', journal.outputMBPerSec!, med('bigDisk.mbPerSec', 'bare') ?? NaN, '', true),
   );
   if (runs('ipc')) figures.push(
     jf('ipc.p50', 'ipc layer alone: round trip p50', 'µs', 'lower', ipc['ipc.p50']!, ipc['bare.p50']!, '', true),

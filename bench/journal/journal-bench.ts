@@ -7,7 +7,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Runtime, type Engine } from '../../runtime/index.js';
+import { Runtime, createSyntheticEngine, type Engine } from '../../runtime/index.js';
+import { packEventBody } from '../../ipc/index.js';
 
 const EVENT_BYTES = 200;
 
@@ -94,6 +95,31 @@ async function runtimeAppend(n: number): Promise<{ eventsPerSec: number; mbPerSe
   }
 }
 
+/**
+ * The runtime's side of large output with nobody watching: 200 MiB of 64 KiB command.output events
+ * (the synthetic engine, 16 per tick) appended, checksummed and written, with the daemon's encoder.
+ * What the daemon can produce before a single byte goes to a socket.
+ */
+async function runtimeOutput(totalBytes: number): Promise<{ mbPerSec: number; cpuUsPerEvent: number }> {
+  const dir = tmp();
+  try {
+    const rt = await Runtime.open({ dataDir: dir, engines: { synthetic: createSyntheticEngine() }, defaultEngine: 'synthetic', packEventBody });
+    const s = await rt.createSession({ approvalPolicy: 'auto' });
+    const count = Math.round(totalBytes / 65536);
+    const ended = new Promise<void>((resolve) => rt.on('turnEnded', () => resolve()));
+    const cpu0 = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    await rt.startTurn(s.id, { text: `count=${count} size=65536 batch=16` }, 'k');
+    await ended;
+    const sec = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpu = process.cpuUsage(cpu0);
+    await rt.close();
+    return { mbPerSec: (count * 65536) / sec / 1e6, cpuUsPerEvent: (cpu.user + cpu.system) / count };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function runtimeMutation(n: number): Promise<number[]> {
   const dir = tmp();
   try {
@@ -119,6 +145,7 @@ export async function runJournalBench(opts: { events?: number; mutations?: numbe
   const rtAppend = await runtimeAppend(n);
   const bareLat = bareFsync(m);
   const rtLat = await runtimeMutation(m);
+  const output = await runtimeOutput(200 * 1024 * 1024);
   const r: Record<string, number> = {
     events: n,
     recordBytes: Math.round(rtAppend.recordBytes),
@@ -133,6 +160,8 @@ export async function runJournalBench(opts: { events?: number; mutations?: numbe
     bareFsyncP99us: Math.round(percentile(bareLat, 0.99)),
     mutationP50Ratio: +(percentile(rtLat, 0.5) / percentile(bareLat, 0.5)).toFixed(2),
     replayMs: Math.round(rtAppend.replayMs),
+    outputMBPerSec: Math.round(output.mbPerSec),
+    outputCpuUsPerEvent: +output.cpuUsPerEvent.toFixed(1),
   };
   if (opts.print ?? false) {
     const line = (label: string, ours: string, peer: string, ratio: string) => console.log(`${label.padEnd(34)} ${ours.padStart(16)} ${peer.padStart(16)} ${ratio.padStart(8)}`);
@@ -143,6 +172,7 @@ export async function runJournalBench(opts: { events?: number; mutations?: numbe
     line('fsynced mutation p50, µs', String(r.mutationP50us), String(r.bareFsyncP50us), `${r.mutationP50Ratio}x`);
     line('fsynced mutation p99, µs', String(r.mutationP99us), String(r.bareFsyncP99us), `${(r.mutationP99us! / r.bareFsyncP99us!).toFixed(2)}x`);
     console.log(`replay (open + load) of ${n} events: ${r.replayMs} ms`);
+    console.log(`200 MiB of 64 KiB output events, no subscriber: ${r.outputMBPerSec} MB/s, ${r.outputCpuUsPerEvent} µs CPU per event`);
     console.log('targets: append >= 0.5x bare appendFile; mutation p50 <= 2x bare fsync');
   }
   return r;

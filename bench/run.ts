@@ -14,8 +14,13 @@ import { CLI, HERE, PAR_IN_FLIGHT, killAll, median, procRssBytes, sleep, spawnWo
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const STREAM_EVENTS = 200_000;
 const EVENT_BYTES = 200;
-/** Every side streams this many events unmeasured first (a whole stream): each figure is the steady state of a long-running process, JIT and heap warm. */
+/**
+ * Every measuring client first streams this much unmeasured, in the same process (a whole stream of
+ * small events; 20 MiB of large output): each figure is the steady state of long-running processes,
+ * JIT-compiled and with grown heaps, on both ends — alike for every side.
+ */
 const WARMUP_EVENTS = STREAM_EVENTS;
+const BIG_WARMUP_MIB = 20;
 const BIG_BYTES = 4 * 1024 * 1024;
 const BIG_EVENTS = 50; // 200 MiB per run
 const SHELL_BIG = `head -c ${BIG_EVENTS * 4}M /dev/zero`;
@@ -66,18 +71,17 @@ async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
     record('rt.p50us', kind, Number(rt.p50us));
     record('rt.p99us', kind, Number(rt.p99us));
     record('rt.callsPerSec', kind, Number(rt.callsPerSec));
-    await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(WARMUP_EVENTS), String(EVENT_BYTES)]).nextMessage();
-    const st = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)]).nextMessage();
+    const st = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES), String(WARMUP_EVENTS)]).nextMessage();
     record('stream.eventsPerSec', kind, Number(st.eventsPerSec));
     record('stream.clientCpuUs', kind, Number(st.clientCpuUsPerEvent));
     record('stream.serverCpuUs', kind, Number(st.serverCpuUsPerEvent));
-    const big = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(BIG_EVENTS), String(BIG_BYTES)]).nextMessage();
+    const big = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(BIG_EVENTS), String(BIG_BYTES), String(BIG_WARMUP_MIB / 4)]).nextMessage();
     record('big.mbPerSec', kind, Number(big.mbPerSec));
     let chunked = '';
     if (kind === 'bare') {
       // The protocol chunks command output at 64 KiB (DESIGN §3/§5): the like-for-like baseline for
       // Astra's large output is the same 200 MiB in 64 KiB frames.
-      const c = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(CHUNKED_EVENTS), String(CHUNK_BYTES)]).nextMessage();
+      const c = await spawnWorker(['peer', kind, 'stream', server.socketPath, String(server.pid), String(CHUNKED_EVENTS), String(CHUNK_BYTES), String(BIG_WARMUP_MIB * 16)]).nextMessage();
       record('bigChunked.mbPerSec', kind, Number(c.mbPerSec));
       record('big64k.mbPerSec', kind, Number(c.mbPerSec));
       chunked = `; 64 KiB frames ${Number(c.mbPerSec).toFixed(0)} MB/s`;
@@ -146,16 +150,15 @@ async function astraRound(): Promise<void> {
     record('rt.p50us', 'astra', Number(rt.p50us));
     record('rt.p99us', 'astra', Number(rt.p99us));
     record('rt.callsPerSec', 'astra', Number(rt.callsPerSec));
-    await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${WARMUP_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
-    const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
+    const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`, `count=${WARMUP_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
     if (st.events !== STREAM_EVENTS) throw new Error(`bench: the astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
     record('stream.eventsPerSec', 'astra', Number(st.eventsPerSec));
     record('stream.clientCpuUs', 'astra', Number(st.clientCpuUsPerEvent));
     record('stream.serverCpuUs', 'astra', Number(st.serverCpuUsPerEvent));
-    const big = await spawnWorker(['astra', 'stream', daemon.home, 'shell', SHELL_BIG]).nextMessage();
+    const big = await spawnWorker(['astra', 'stream', daemon.home, 'shell', SHELL_BIG, `head -c ${BIG_WARMUP_MIB}M /dev/zero`]).nextMessage();
     record('bigChunked.mbPerSec', 'astra', Number(big.mbPerSec));
     record('big.events', 'astra', Number(big.events));
-    const syn64 = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${CHUNKED_EVENTS} size=${CHUNK_BYTES} batch=16`]).nextMessage();
+    const syn64 = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${CHUNKED_EVENTS} size=${CHUNK_BYTES} batch=16`, `count=${BIG_WARMUP_MIB * 16} size=${CHUNK_BYTES} batch=16`]).nextMessage();
     record('big64k.mbPerSec', 'astra', Number(syn64.mbPerSec));
     log(
       `  astra    rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; stream ${Math.round(Number(st.eventsPerSec))} ev/s; ` +

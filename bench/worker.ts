@@ -2,10 +2,13 @@
 // to the suite (bench/run.ts) with one JSON object per stdout line.
 //   node dist/bench/worker.js serve <bare|jsonrpc|grpc> <socket>
 //   node dist/bench/worker.js peer <kind> rt <socket>
-//   node dist/bench/worker.js peer <kind> stream <socket> <serverPid> <count> <size>
+//   node dist/bench/worker.js peer <kind> stream <socket> <serverPid> <count> <size> [warmupCount]
 //   node dist/bench/worker.js peer <kind> fan <socket> <count>
 //   node dist/bench/worker.js peer <kind> trigger <socket> <count> <size>
 //   node dist/bench/worker.js astra rt|stream|fan|idle|observe <home> ...
+//   (astra stream <home> <engine> <text> [warmupText])
+// A warm-up runs the same kind of stream first in the same process, unmeasured, so the figure is the
+// steady state of both processes (JIT-compiled, heaps grown) — alike for every side.
 import { AstraClient } from '../client/index.js';
 import type { SessionEvent } from '../protocol/index.js';
 import { procCpuUs, roundTrips, tell, wallMs } from './lib.js';
@@ -64,6 +67,7 @@ async function peerRole(kind: string, scenario: string, args: string[]): Promise
       const m = streamMeter(Number(args[1]));
       const count = Number(args[2]);
       const size = Number(args[3]);
+      if (args[4]) await client.stream({ count: Number(args[4]), size }, () => {});
       m.start();
       await client.stream({ count, size }, (n) => m.onEvent(n));
       tell(m.result());
@@ -124,9 +128,18 @@ async function astraRole(scenario: string, args: string[]): Promise<void> {
       return;
     }
     case 'stream': {
-      // args: engine text
-      const [engine, text] = [args[1]!, args[2]!];
+      // args: engine text [warmupText]
+      const [engine, text, warmup] = [args[1]!, args[2]!, args[3]];
       const client = await connectAstra(home, 'bench-stream');
+      if (warmup) {
+        const { session: w } = await client.session.create({ title: 'bench warm-up', engine, approvalPolicy: 'auto' });
+        await client.acquireController(w.id);
+        const { subscribed, done } = countTurn(client, w.id, w.headSeq, () => {});
+        const sub = await subscribed;
+        await client.turn.start({ sessionId: w.id, input: { text: warmup } });
+        await done;
+        await sub.close();
+      }
       const { session } = await client.session.create({ title: 'bench stream', engine, approvalPolicy: 'auto' });
       await client.acquireController(session.id);
       const m = streamMeter(client.daemonPid);

@@ -233,9 +233,11 @@ function writeUint(buf: Buffer, p: number, n: number): number {
 /**
  * An event body {seq, ts, type, data} in the wire's encoding (a view, valid until the next call).
  * command.output — most of any stream — is written by hand, byte for byte what the generic path
- * writes, at a fraction of the cost; everything else goes through msgpackr.
+ * writes, at a fraction of the cost; everything else goes through msgpackr. Output of 4 KiB or more
+ * comes back as a pair [head, output] whose concatenation is the body, so the journal copies the
+ * output once, straight from the engine's buffer (the pair, too, is valid until the next call).
  */
-export function packEventBody(body: { seq: number; ts: number; type: string; data: unknown }): Buffer {
+export function packEventBody(body: { seq: number; ts: number; type: string; data: unknown }): Buffer | readonly [Buffer, Uint8Array] {
   const d = body.data as { turnId?: unknown; stream?: unknown; data?: unknown } | null;
   if (
     body.type !== 'command.output' ||
@@ -286,8 +288,23 @@ export function packEventBody(body: { seq: number; ts: number; type: string; dat
     buf.writeUInt32BE(bytes.length, p);
     p += 4;
   }
+  if (bytes.length >= SPLIT_PAYLOAD_BYTES) {
+    // The caller copies the output once, from the engine's own buffer, right after the head.
+    split[0] = buf.subarray(0, p);
+    split[1] = bytes;
+    return split;
+  }
   buf.set(bytes, p);
   const view = buf.subarray(0, size);
   if (size >= LARGE_OUTPUT_BYTES) scratch = Buffer.allocUnsafeSlow(FRESH_BUFFER_BYTES);
   return view;
+}
+
+/** Output of at least this many bytes comes back from packEventBody as [head, output] (one copy less). */
+const SPLIT_PAYLOAD_BYTES = 4096;
+const split: [Buffer, Uint8Array] = [Buffer.alloc(0), new Uint8Array(0)];
+
+/** An encoded body as one buffer (concatenating a [head, payload] pair). */
+export function joinEncoded(e: Buffer | readonly [Buffer, Uint8Array]): Buffer {
+  return Buffer.isBuffer(e) ? e : Buffer.concat([e[0], e[1]]);
 }

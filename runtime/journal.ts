@@ -274,19 +274,21 @@ export class SessionJournal {
   lastEnd = 0;
 
   /**
-   * Like append, without making a view of the stored body (lastBuf, lastStart, lastEnd say where
-   * it is). Records are written straight into an arena (no buffer per record, no concatenation at
+   * Like append — the body being `body` followed by `payload`, when given — without making a view
+   * of the stored body (lastBuf, lastStart, lastEnd say where it is). Records are written straight
+   * into an arena (no buffer per record, no concatenation at
    * flush); bytes once written there are never rewritten, so references to them stay valid — a full
    * arena is replaced, not reused. Records past OWN_BUFFER_BYTES get a buffer of their own.
    */
-  appendInPlace(kind: number, body: Uint8Array): void {
+  appendInPlace(kind: number, body: Uint8Array, payload?: Uint8Array): void {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
-    const n = RECORD_HEADER_BYTES + 1 + body.length;
+    const len = body.length + (payload ? payload.length : 0);
+    const n = RECORD_HEADER_BYTES + 1 + len;
     this.pendingBytes += n;
     if (n > OWN_BUFFER_BYTES) {
       this.sealArena();
-      const rec = encodeRecord(kind, body);
+      const rec = encodeRecord(kind, payload ? Buffer.concat([body, payload]) : body);
       this.pending.push(rec);
       this.lastBuf = rec;
       this.lastStart = RECORD_HEADER_BYTES + 1;
@@ -301,11 +303,16 @@ export class SessionJournal {
     }
     const a = this.arena;
     const at = this.arenaEnd;
-    a.writeUInt32BE(1 + body.length, at);
+    a.writeUInt32BE(1 + len, at);
     a[at + 8] = kind;
     a.set(body, at + 9);
-    // The checksum covers kind + body: chain from the kind byte's CRC instead of slicing the record.
-    a.writeUInt32BE(crc32(body, kindCrc(kind)), at + 4);
+    // The checksum covers kind + body (+ payload): chained from the kind byte's CRC, no slicing.
+    let crc = crc32(body, kindCrc(kind));
+    if (payload) {
+      a.set(payload, at + 9 + body.length);
+      crc = crc32(payload, crc);
+    }
+    a.writeUInt32BE(crc, at + 4);
     this.arenaEnd = at + n;
     this.lastBuf = a;
     this.lastStart = at + 9;

@@ -25,6 +25,7 @@ import {
   type SubscriptionSink,
   defaultPackEventBody,
   type EventBody,
+  type EncodedBody,
 } from './session-host.js';
 import { createShellEngine } from './shell-engine.js';
 
@@ -48,7 +49,7 @@ export interface RuntimeOptions {
    * event and must encode exactly those four keys, as a map in that order. The result may be a view
    * that is valid until the next call. Default: plain MessagePack.
    */
-  packEventBody?: (body: EventBody) => Buffer;
+  packEventBody?: (body: EventBody) => EncodedBody;
 }
 
 export interface CreateSessionParams {

@@ -124,6 +124,9 @@ export function defaultPackEventBody(body: EventBody): Buffer {
   return view;
 }
 
+/** An encoded event body: one buffer, or [head, payload] whose concatenation is the body. */
+export type EncodedBody = Buffer | readonly [Buffer, Uint8Array];
+
 export interface EventBody {
   seq: number;
   ts: number;
@@ -238,7 +241,7 @@ export interface RunningTurn {
 export interface HostOptions {
   logger: RuntimeLogger;
   /** Encodes an event's body {seq, ts, type, data} (it is given the whole event); the result may be a view valid until the next call. */
-  packEventBody: (body: EventBody) => Buffer;
+  packEventBody: (body: EventBody) => EncodedBody;
   now: () => number;
   groupCommitMs: number;
   cacheBytes: number;
@@ -489,7 +492,9 @@ export class SessionHost {
     packArg.data = data;
     const j = this.journal;
     const offset = j.nextOffset;
-    j.appendInPlace(RecordKind.event, this.opts.packEventBody(packArg));
+    const encoded = this.opts.packEventBody(packArg);
+    if (Buffer.isBuffer(encoded)) j.appendInPlace(RecordKind.event, encoded);
+    else j.appendInPlace(RecordKind.event, encoded[0], encoded[1]);
     packArg.data = undefined;
     this.headSeq = seq;
     const stored = StoredEvent.live(this.id, seq, j.lastBuf, j.lastStart, j.lastEnd, ts, type, data);
@@ -505,7 +510,8 @@ export class SessionHost {
   /** A record body in the map format: the record's own, or (from the first, array format) encoded anew. */
   private mapBody(event: SessionEvent, recordBody: Buffer): Buffer {
     if (recordBody[0] === 0x84) return recordBody;
-    return Buffer.from(this.opts.packEventBody({ seq: event.seq, ts: event.ts, type: event.type, data: event.data }));
+    const encoded = this.opts.packEventBody({ seq: event.seq, ts: event.ts, type: event.type, data: event.data });
+    return Buffer.isBuffer(encoded) ? Buffer.from(encoded) : Buffer.concat([encoded[0], encoded[1]]);
   }
 
   appendInternal(kind: number, value: unknown): void {

@@ -124,6 +124,29 @@ describe('session journal', () => {
   });
 });
 
+describe('SessionJournal.appendInPlace', () => {
+  it('stores a body given as head + payload as one record, checksummed over both, in an arena or a buffer of its own', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'j');
+    const j = await SessionJournal.create(file);
+    const sizes = [10, 70_000, 2 * 1024 * 1024];
+    for (const size of sizes) {
+      j.appendInPlace(1, Buffer.from('head:'), Buffer.alloc(size, size & 0xff));
+      expect(j.lastBuf.subarray(j.lastStart, j.lastEnd).equals(Buffer.concat([Buffer.from('head:'), Buffer.alloc(size, size & 0xff)]))).toBe(true);
+    }
+    await j.close();
+    const bodies: Buffer[] = [];
+    const again = await SessionJournal.open(file, { logger: recordingLogger(), onRecord: (r) => void bodies.push(Buffer.from(r.body)) });
+    await again.close();
+    expect(bodies.map((b) => b.length)).toEqual(sizes.map((s) => 5 + s));
+    bodies.forEach((b, i) => {
+      expect(b.subarray(0, 5).toString()).toBe('head:');
+      expect(b[b.length - 1]).toBe(sizes[i]! & 0xff);
+    });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
 describe('writeAllSync', () => {
   it('writes more buffers than one writev takes (and empty ones), in order, at the position given', () => {
     const dir = tempDir();

@@ -610,8 +610,10 @@ export class Connection {
   }
 
   private emitDrain(): void {
+    this.pump(false);
     this.checkQueueWaiters();
-    for (const handler of this.drainHandlers) this.callSafely(handler, 'onDrain');
+    // Drained means all of it: not while buffers are still waiting for their turn (see pump).
+    if (this.outbox.length === 0) for (const handler of this.drainHandlers) this.callSafely(handler, 'onDrain');
   }
 
   private callSafely(fn: () => void, where: string): void {

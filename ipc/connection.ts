@@ -417,11 +417,16 @@ export class Connection {
       return;
     }
     let i = 0;
+    // Corked, the buffers handed over together go to the kernel as one writev, not a write each
+    // (a large event is a small head and its body, which stays where it is: zero-copy).
+    const cork = out.length > 1;
+    if (cork) this.socket.cork();
     while (i < out.length && (all || this.socket.writableLength < SOCKET_INFLIGHT_BYTES)) {
       const b = out[i++]!;
       this.unflushed -= b.length;
       this.socket.write(b, this.afterWriteBound);
     }
+    if (cork) this.socket.uncork();
     this.outbox = i === out.length ? [] : out.slice(i);
   }
 

@@ -2,7 +2,7 @@
 // killed by its pid at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { AstraClient } from '../client/index.js';
+import { AstraClient, DAEMON_NODE_FLAGS } from '../client/index.js';
 import { DAEMON, tempDir, waitFor } from './lib.js';
 
 export class DaemonProc {
@@ -21,7 +21,8 @@ export class DaemonProc {
   }
 
   async start(nodeArgs: string[] = []): Promise<void> {
-    this.proc = spawn(process.execPath, [...nodeArgs, DAEMON], { env: this.env, stdio: ['ignore', 'ignore', 'inherit'] });
+    // As `astra` starts it (connect-or-spawn): the same node flags.
+    this.proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...nodeArgs, DAEMON], { env: this.env, stdio: ['ignore', 'ignore', 'inherit'] });
     const proc = this.proc;
     await waitFor('the bench daemon answering', 15_000, async () => {
       if (proc.exitCode !== null) throw new Error(`bench: the daemon exited with ${proc.exitCode}; see ${this.home}/logs/daemon.log`);

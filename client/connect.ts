@@ -62,6 +62,15 @@ export function envFor(opts: { home?: string; env?: NodeJS.ProcessEnv }): NodeJS
 }
 
 /** The compiled daemon entry point, found next to this module (dist/) or in the package's dist/. */
+/**
+ * Node flags the daemon runs with. V8 sizes a small heap's collection limits from the live heap, and
+ * counts buffers (journal arenas, socket and file buffers) against them: a daemon whose live heap
+ * is a few megabytes ran a full mark-compact every ≈ 10 MB of streamed output once it had served a
+ * few busy sessions, halving large-output throughput (bench/REPORT.md). A 64 MB initial old space
+ * lets that garbage go in far fewer collections; it is a limit, not memory taken up front.
+ */
+export const DAEMON_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64'];
+
 export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.ASTRA_DAEMON_ENTRY) return env.ASTRA_DAEMON_ENTRY;
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -232,7 +241,7 @@ export function spawnDaemon(
   fs.mkdirSync(paths.logDir, { recursive: true, mode: 0o700 });
   const logFd = fs.openSync(paths.logFile, 'a', 0o600);
   try {
-    const child = spawn(process.execPath, [daemonEntryPath(env), ...args], {
+    const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonEntryPath(env), ...args], {
       detached: true,
       stdio: ['ignore', logFd, logFd, 'pipe'],
       env: daemonEnv(env),

@@ -26,4 +26,4 @@ export type {
   TopLevelMethodName,
   AutoFilledField,
 } from './api.js';
-export { connectOrSpawn, daemonEntryPath, type ConnectOptions, type Connected, type InitializeResult } from './connect.js';
+export { connectOrSpawn, daemonEntryPath, DAEMON_NODE_FLAGS, type ConnectOptions, type Connected, type InitializeResult } from './connect.js';

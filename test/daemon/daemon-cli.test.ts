@@ -43,6 +43,8 @@ describe('astra daemon status/start/stop', () => {
     expect(again.stdout).toMatch(/already running/);
 
     const record = readRecordFile(h)!;
+    // Started with the daemon's node flags (client/connect.ts DAEMON_NODE_FLAGS).
+    expect(fs.readFileSync(`/proc/${record.pid}/cmdline`, 'utf8').split('\0')).toContain('--initial-old-space-size=64');
     const s = await runCli(['daemon', 'status', '--json'], env);
     expect(s.code).toBe(0);
     const status = JSON.parse(s.stdout);

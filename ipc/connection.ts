@@ -302,9 +302,7 @@ export class Connection {
     this.closeError ??= err;
     this.decoder.dispose();
     this.rejectAllPending();
-    this.sealBatch();
-    this.pump(true);
-    this.flushScheduled = false;
+    this.flush(true);
     this.socket.end();
     this.closeTimer = setTimeout(() => this.socket.destroy(), CLOSE_FLUSH_TIMEOUT_MS);
     this.closeTimer.unref();
@@ -395,10 +393,11 @@ export class Connection {
     }
   }
 
-  private flush(): void {
+  /** Hands what is queued to the socket: in slices (see pump), or all of it (`all`, before ending). */
+  private flush(all = false): void {
     this.flushScheduled = false;
     this.sealBatch();
-    this.pump(false);
+    this.pump(all);
   }
 
   /**

@@ -1,5 +1,5 @@
 // ipc/: frame codec with directional limits, msgpack settings, Connection, endpoints.
-export { encode, decode, packWithReserve, packEventBody, joinEncoded } from './msgpack.js';
+export { encode, decode, packWithReserve, packEventBody } from './msgpack.js';
 export { encodeFrame } from './frame-encoder.js';
 export { FrameDecoder, type FrameDecoderOptions } from './frame-decoder.js';
 export {

@@ -303,8 +303,3 @@ export function packEventBody(body: { seq: number; ts: number; type: string; dat
 /** Output of at least this many bytes comes back from packEventBody as [head, output] (one copy less). */
 const SPLIT_PAYLOAD_BYTES = 4096;
 const split: [Buffer, Uint8Array] = [Buffer.alloc(0), new Uint8Array(0)];
-
-/** An encoded body as one buffer (concatenating a [head, payload] pair). */
-export function joinEncoded(e: Buffer | readonly [Buffer, Uint8Array]): Buffer {
-  return Buffer.isBuffer(e) ? e : Buffer.concat([e[0], e[1]]);
-}

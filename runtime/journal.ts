@@ -259,28 +259,19 @@ export class SessionJournal {
     return this.written + this.pendingBytes;
   }
 
-  /**
-   * Queues one record; returns the stored copy of the body (a view into the queued record, safe to
-   * keep: its bytes are never reused).
-   */
-  append(kind: number, body: Uint8Array): Buffer {
-    this.appendInPlace(kind, body);
-    return this.lastBuf.subarray(this.lastStart, this.lastEnd);
-  }
-
   /** Where the last appended record's stored body is: bytes [lastStart, lastEnd) of lastBuf. */
   lastBuf: Buffer = Buffer.alloc(0);
   lastStart = 0;
   lastEnd = 0;
 
   /**
-   * Like append — the body being `body` followed by `payload`, when given — without making a view
-   * of the stored body (lastBuf, lastStart, lastEnd say where it is). Records are written straight
-   * into an arena (no buffer per record, no concatenation at
-   * flush); bytes once written there are never rewritten, so references to them stay valid — a full
-   * arena is replaced, not reused. Records past OWN_BUFFER_BYTES get a buffer of their own.
+   * Queues one record whose body is `body` followed by `payload`, when given; lastBuf, lastStart and
+   * lastEnd then say where the stored body is (safe to keep a view of: its bytes are never reused).
+   * Records are written straight into an arena (no buffer per record, no concatenation at flush);
+   * bytes once written there are never rewritten — a full arena is replaced, not reused. Records
+   * past OWN_BUFFER_BYTES get a buffer of their own.
    */
-  appendInPlace(kind: number, body: Uint8Array, payload?: Uint8Array): void {
+  append(kind: number, body: Uint8Array, payload?: Uint8Array): void {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
     const len = body.length + (payload ? payload.length : 0);

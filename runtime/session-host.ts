@@ -114,8 +114,6 @@ function peekSeq(body: Buffer): number | undefined {
 
 /** Reused for every packEventBody call (nothing keeps it). */
 const packArg: EventBody = { seq: 0, ts: 0, type: '', data: undefined };
-/** Event types applyEvent folds into state when appended live (turn.started/completed are handled by the turn's own code). */
-const STATEFUL_TYPES = new Set<string>(['session.created', 'session.updated', 'lease.changed', 'approval.requested', 'approval.resolved', 'command.started', 'command.completed']);
 
 /** Event bodies in plain MessagePack; the daemon passes the wire's packer instead (RuntimeOptions). */
 export function defaultPackEventBody(body: EventBody): Buffer {
@@ -493,15 +491,18 @@ export class SessionHost {
     const j = this.journal;
     const offset = j.nextOffset;
     const encoded = this.opts.packEventBody(packArg);
-    if (Buffer.isBuffer(encoded)) j.appendInPlace(RecordKind.event, encoded);
-    else j.appendInPlace(RecordKind.event, encoded[0], encoded[1]);
+    if (Buffer.isBuffer(encoded)) j.append(RecordKind.event, encoded);
+    else j.append(RecordKind.event, encoded[0], encoded[1]);
     packArg.data = undefined;
     this.headSeq = seq;
     const stored = StoredEvent.live(this.id, seq, j.lastBuf, j.lastStart, j.lastEnd, ts, type, data);
     if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
     this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd);
-    if (STATEFUL_TYPES.has(type)) this.applyEvent(stored.event);
-    else this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
+    // Streamed output changes nothing but updatedAt (no event object for it); turn.started/completed
+    // are folded in by the turn's own code; everything else goes through applyEvent.
+    if (type === 'command.output' || type === 'message.delta' || type === 'turn.started' || type === 'turn.completed')
+      this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
+    else this.applyEvent(stored.event);
     this.unpublished.push(stored);
     this.scheduleFlush();
     return stored;

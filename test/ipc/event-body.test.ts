@@ -1,7 +1,10 @@
 // The hand-written encoder for command.output bodies must write exactly what the generic path writes.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decode, joinEncoded, packEventBody, packWithReserve } from '../../ipc/index.js';
+import { decode, packEventBody, packWithReserve } from '../../ipc/index.js';
+
+/** An encoded body as one buffer (concatenating a [head, output] pair). */
+const joinEncoded = (e: Buffer | readonly [Buffer, Uint8Array]): Buffer => (Buffer.isBuffer(e) ? e : Buffer.concat([e[0], e[1]]));
 
 const body = (seq: number, ts: number, turnId: string, stream: 'stdout' | 'stderr', data: Buffer) => ({
   seq,

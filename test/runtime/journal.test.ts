@@ -124,14 +124,14 @@ describe('session journal', () => {
   });
 });
 
-describe('SessionJournal.appendInPlace', () => {
+describe('SessionJournal.append', () => {
   it('stores a body given as head + payload as one record, checksummed over both, in an arena or a buffer of its own', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'j');
     const j = await SessionJournal.create(file);
     const sizes = [10, 70_000, 2 * 1024 * 1024];
     for (const size of sizes) {
-      j.appendInPlace(1, Buffer.from('head:'), Buffer.alloc(size, size & 0xff));
+      j.append(1, Buffer.from('head:'), Buffer.alloc(size, size & 0xff));
       expect(j.lastBuf.subarray(j.lastStart, j.lastEnd).equals(Buffer.concat([Buffer.from('head:'), Buffer.alloc(size, size & 0xff)]))).toBe(true);
     }
     await j.close();

@@ -118,6 +118,17 @@ function countTurn(client: AstraClient, sessionId: string, sinceSeq: number, onO
   return { subscribed, done };
 }
 
+/** A new session on `engine` (auto-approved), under control and subscribed; `onSubscribed` runs just before the turn starts. Resolves with the turn's turn.completed. */
+async function streamTurn(client: AstraClient, engine: string, title: string, text: string, onOutput: (bytes: number) => void, onSubscribed = () => {}) {
+  const { session } = await client.session.create({ title, engine, approvalPolicy: 'auto' });
+  await client.acquireController(session.id);
+  const { subscribed, done } = countTurn(client, session.id, session.headSeq, onOutput);
+  const sub = await subscribed;
+  onSubscribed();
+  await client.turn.start({ sessionId: session.id, input: { text } });
+  return { completed: await done, sub };
+}
+
 async function astraRole(scenario: string, args: string[]): Promise<void> {
   const home = args[0]!;
   switch (scenario) {
@@ -131,23 +142,9 @@ async function astraRole(scenario: string, args: string[]): Promise<void> {
       // args: engine text [warmupText]
       const [engine, text, warmup] = [args[1]!, args[2]!, args[3]];
       const client = await connectAstra(home, 'bench-stream');
-      if (warmup) {
-        const { session: w } = await client.session.create({ title: 'bench warm-up', engine, approvalPolicy: 'auto' });
-        await client.acquireController(w.id);
-        const { subscribed, done } = countTurn(client, w.id, w.headSeq, () => {});
-        const sub = await subscribed;
-        await client.turn.start({ sessionId: w.id, input: { text: warmup } });
-        await done;
-        await sub.close();
-      }
-      const { session } = await client.session.create({ title: 'bench stream', engine, approvalPolicy: 'auto' });
-      await client.acquireController(session.id);
+      if (warmup) await (await streamTurn(client, engine, 'bench warm-up', warmup, () => {})).sub.close();
       const m = streamMeter(client.daemonPid);
-      const { subscribed, done } = countTurn(client, session.id, session.headSeq, (n) => m.onEvent(n));
-      await subscribed;
-      m.start();
-      await client.turn.start({ sessionId: session.id, input: { text } });
-      const completed = await done;
+      const { completed } = await streamTurn(client, engine, 'bench stream', text, (n) => m.onEvent(n), () => m.start());
       tell({ ...m.result(), status: String((completed.data as { status?: unknown }).status) });
       await client.close();
       return;

@@ -5,7 +5,7 @@
 import net from 'node:net';
 import { Packr, Unpackr, RESERVE_START_SPACE } from 'msgpackr';
 import { benchEvent } from '../lib.js';
-import type { Peer, PeerClient, StreamParams } from './peer.js';
+import { connectSocket, requestPeerClient, type Peer, type PeerClient, type StreamParams } from './peer.js';
 
 const HWM = 256 * 1024;
 const BATCH = 64 * 1024;
@@ -174,31 +174,13 @@ async function serve(socketPath: string): Promise<void> {
 }
 
 async function connect(socketPath: string): Promise<PeerClient> {
-  const socket = net.connect(socketPath);
-  await new Promise<void>((resolve, reject) => {
-    socket.once('connect', resolve);
-    socket.once('error', reject);
-  });
+  const socket = await connectSocket(socketPath);
   const conn = new BareConn(socket);
-  let onEvent: (bytes: number) => void = () => {};
+  const { client, onEvent } = requestPeerClient((method, params) => conn.request(method, params), () => socket.destroy());
   conn.onMessage = (m) => {
-    if (m.method === 'session/event') onEvent(((m.params as { data: { data: Buffer } }).data.data).length);
+    if (m.method === 'session/event') onEvent((m.params as { data: { data: Buffer } }).data.data.length);
   };
-  return {
-    echo: (n) => conn.request('echo', { sessionId: 's-0123456789abcdef', n }),
-    async stream(p, h) {
-      onEvent = h;
-      await conn.request('stream', p);
-    },
-    async subscribe(h) {
-      onEvent = h;
-      await conn.request('subscribe', {});
-    },
-    async broadcast(p) {
-      await conn.request('broadcast', p);
-    },
-    close: () => socket.destroy(),
-  };
+  return client;
 }
 
 export const bare: Peer = { serve, connect };

@@ -3,7 +3,7 @@
 import net from 'node:net';
 import { createMessageConnection, SocketMessageReader, SocketMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node.js';
 import { benchEvent } from '../lib.js';
-import type { Peer, PeerClient, StreamParams } from './peer.js';
+import { connectSocket, requestPeerClient, type Peer, type PeerClient, type StreamParams } from './peer.js';
 
 function open(socket: net.Socket): MessageConnection {
   socket.on('error', () => {});
@@ -49,32 +49,17 @@ async function serve(socketPath: string): Promise<void> {
 }
 
 async function connect(socketPath: string): Promise<PeerClient> {
-  const socket = net.connect(socketPath);
-  await new Promise<void>((resolve, reject) => {
-    socket.once('connect', resolve);
-    socket.once('error', reject);
-  });
+  const socket = await connectSocket(socketPath);
   const conn = open(socket);
-  let onEvent: (bytes: number) => void = () => {};
-  conn.onNotification('session/event', (e: { data: { data: string } }) => onEvent(e.data.data.length));
-  return {
-    echo: (n) => conn.sendRequest('echo', { sessionId: 's-0123456789abcdef', n }),
-    async stream(p, h) {
-      onEvent = h;
-      await conn.sendRequest('stream', p);
-    },
-    async subscribe(h) {
-      onEvent = h;
-      await conn.sendRequest('subscribe', {});
-    },
-    async broadcast(p) {
-      await conn.sendRequest('broadcast', p);
-    },
-    close: () => {
+  const { client, onEvent } = requestPeerClient(
+    (method, params) => conn.sendRequest(method, params),
+    () => {
       conn.dispose();
       socket.destroy();
     },
-  };
+  );
+  conn.onNotification('session/event', (e: { data: { data: string } }) => onEvent(e.data.data.length));
+  return client;
 }
 
 export const jsonrpc: Peer = { serve, connect };

@@ -140,7 +140,7 @@ export class Daemon {
       maxConnections: opts.maxConnections ?? numberFromEnv(env, 'ASTRA_MAX_CONNECTIONS') ?? 256,
       maxInFlightPerConnection: opts.maxInFlightPerConnection ?? 256,
       maxSubscriptionsPerConnection: opts.maxSubscriptionsPerConnection ?? 256,
-      maxQueuedBytes: opts.maxQueuedBytes ?? numberFromEnv(env, 'ASTRA_MAX_QUEUED_BYTES') ?? 16 * 1024 * 1024,
+      maxQueuedBytes: opts.maxQueuedBytes ?? numberFromEnv(env, 'ASTRA_MAX_QUEUED_BYTES') ?? 64 * 1024 * 1024,
       slowConsumerMs: opts.slowConsumerMs ?? numberFromEnv(env, 'ASTRA_SLOW_CONSUMER_MS') ?? 30_000,
       silentConnectionMs: opts.silentConnectionMs ?? numberFromEnv(env, 'ASTRA_SILENT_CONNECTION_MS') ?? 120_000,
       selfCheckMs: opts.selfCheckMs ?? numberFromEnv(env, 'ASTRA_SELF_CHECK_MS') ?? 2_000,

@@ -113,6 +113,7 @@ export class Connection {
   private readonly drainHandlers: (() => void)[] = [];
   private queueWaiters: { below: number; resolve: () => void }[] = [];
   private readonly afterWriteBound = () => {
+    this.writesDone++;
     this.pump(false);
     this.checkQueueWaiters();
   };
@@ -159,6 +160,13 @@ export class Connection {
     socket.on('end', () => this.close());
     socket.on('close', () => this.finish());
     if (socket.destroyed) queueMicrotask(() => this.finish());
+  }
+
+  private writesDone = 0;
+
+  /** Socket writes completed so far: it changes whenever the peer is taking data (progress, however slow). */
+  get progress(): number {
+    return this.writesDone;
   }
 
   /** Bytes accepted but not yet handed to the kernel: our unflushed batch plus the socket's buffer. */

@@ -16,7 +16,8 @@
 // so a reader that is merely behind is never dropped and the daemon holds nothing per subscriber
 // but the bounded socket queue. Only a connection that makes no progress gets `session/lagged`:
 // when more than maxQueuedBytes of events were published for a paused subscriber since its
-// connection last drained, it is dropped and resubscribes from resumeFromSeq.
+// connection last took any data (Connection.progress), it is dropped and resubscribes from
+// resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from the journal.
 import { AstraError } from '../protocol/index.js';
 import { encode } from '../ipc/index.js';
 import type { Runtime, StoredEvent } from '../runtime/index.js';
@@ -90,10 +91,13 @@ interface Subscription {
   dropped: boolean;
   unsubscribe: () => void;
   phase: Phase;
-  /** While paused: bytes of events it missed since its connection last drained, counted against the bound. */
+  /** While paused: bytes of events it missed since its connection last made progress, counted against the bound. */
   missedSinceDrain: number;
-  /** Event tails accepted in this tick, waiting to go out as one batch frame. */
+  /** The connection's progress when missedSinceDrain was last reset. */
+  progressMark: number;
+  /** Events accepted in this tick, waiting to go out as one batch frame: per event its tail (and extra part, when it has one). */
   pending: Buffer[];
+  pendingEvents: number;
   pendingBytes: number;
 }
 
@@ -139,7 +143,9 @@ export class SubscriptionHub {
       unsubscribe: () => {},
       phase: 'replaying',
       missedSinceDrain: 0,
+      progressMark: 0,
       pending: [],
+      pendingEvents: 0,
       pendingBytes: 0,
     };
     subs.set(sessionId, sub);
@@ -181,6 +187,7 @@ export class SubscriptionHub {
     for (const sub of subs.values()) {
       sub.dropped = true;
       sub.pending = [];
+      sub.pendingEvents = 0;
       sub.pendingBytes = 0;
       sub.unsubscribe();
     }
@@ -213,27 +220,32 @@ export class SubscriptionHub {
     if (sub.dropped || event.seq <= sub.lastSeq) return;
     const conn = sub.peer.conn;
     if (conn.closed) return;
-    // The body without its map header (one view per event, shared by every subscriber).
+    // The body without its map header (one view per event, shared by every subscriber), and a
+    // large output's bytes, kept apart from their head.
     const tail = event.tail;
+    const extra = event.extra;
+    const length = extra ? tail.length + extra.length : tail.length;
     const queued = conn.queuedBytes + sub.pendingBytes;
     // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
-    if (queued >= this.resumeBytes && queued + tail.length > this.softBytes) {
+    if (queued >= this.resumeBytes && queued + length > this.softBytes) {
       if (sub.phase === 'live') {
         sub.phase = 'paused';
-        this.addMissed(sub, tail.length + 1);
+        this.addMissed(sub, length + 1);
       }
       return false;
     }
     sub.lastSeq = event.seq;
-    if (!sub.peer.batchEvents || (queued === 0 && sub.pending.length === 0)) {
+    if (!sub.peer.batchEvents || (queued === 0 && sub.pendingEvents === 0)) {
       // Not behind (or not batching): this event goes alone, now.
-      conn.sendParts([sub.wire.single, tail]);
+      conn.sendParts(extra ? [sub.wire.single, tail, extra] : [sub.wire.single, tail]);
       return;
     }
-    sub.pending.push(tail);
-    sub.pendingBytes += tail.length + sub.wire.eventHead.length;
+    sub.pending.push(sub.wire.eventHead, tail);
+    if (extra) sub.pending.push(extra);
+    sub.pendingEvents++;
+    sub.pendingBytes += length + sub.wire.eventHead.length;
     if (sub.pendingBytes >= BATCH_MAX_BYTES) this.flushPending(sub);
-    else if (sub.pending.length === 1) {
+    else if (sub.pendingEvents === 1) {
       this.withPending.add(sub);
       if (!this.batchFlushScheduled) {
         this.batchFlushScheduled = true;
@@ -251,23 +263,21 @@ export class SubscriptionHub {
   /** Sends the events accepted so far as one frame: `session/event` for one, `session/events` for several. */
   private flushPending(sub: Subscription): void {
     const pending = sub.pending;
-    if (pending.length === 0) return;
+    const events = sub.pendingEvents;
+    if (events === 0) return;
     sub.pending = [];
+    sub.pendingEvents = 0;
     sub.pendingBytes = 0;
     const conn = sub.peer.conn;
     if (sub.dropped || conn.closed) return;
-    if (pending.length === 1) {
-      conn.sendParts([sub.wire.single, pending[0]!]);
+    if (events === 1) {
+      // A lone event is a session/event frame: its parts without the in-batch head.
+      pending[0] = sub.wire.single;
+      conn.sendParts(pending);
       return;
     }
-    const parts: Buffer[] = new Array(2 + 2 * pending.length);
-    parts[0] = sub.wire.batchHead;
-    parts[1] = arrayHeader(pending.length);
-    for (let i = 0; i < pending.length; i++) {
-      parts[2 + 2 * i] = sub.wire.eventHead;
-      parts[3 + 2 * i] = pending[i]!;
-    }
-    conn.sendParts(parts);
+    pending.unshift(sub.wire.batchHead, arrayHeader(events));
+    conn.sendParts(pending);
   }
 
   private skipped(sub: Subscription, bytes: number): void {
@@ -276,6 +286,12 @@ export class SubscriptionHub {
   }
 
   private addMissed(sub: Subscription, bytes: number): void {
+    const progress = sub.peer.conn.progress;
+    if (progress !== sub.progressMark) {
+      // The connection took data since the last count: it is reading, so the count starts again.
+      sub.progressMark = progress;
+      sub.missedSinceDrain = 0;
+    }
     sub.missedSinceDrain += bytes;
     if (sub.peer.conn.queuedBytes + sub.missedSinceDrain > this.limits.maxQueuedBytes) this.lag(sub);
   }

@@ -12,7 +12,7 @@ export const LIMITS = {
   /** Default largest turn input, in characters. */
   maxInputChars: 64 * 1024,
   /** Largest command.output chunk, in bytes. */
-  maxOutputChunkBytes: 64 * 1024,
+  maxOutputChunkBytes: 4 * 1024 * 1024,
   /** Once a frame's first byte arrived, the rest must arrive within this many ms. */
   frameDeadlineMs: 10_000,
   /** The first frame (initialize) must arrive within this many ms of connecting. */

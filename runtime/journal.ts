@@ -259,17 +259,23 @@ export class SessionJournal {
     return this.written + this.pendingBytes;
   }
 
-  /** Where the last appended record's stored body is: bytes [lastStart, lastEnd) of lastBuf. */
+  /**
+   * Where the last appended record's stored body is: bytes [lastStart, lastEnd) of lastBuf, followed
+   * by all of lastExtra when that is set (a large payload kept by reference, see append).
+   */
   lastBuf: Buffer = Buffer.alloc(0);
   lastStart = 0;
   lastEnd = 0;
+  lastExtra: Buffer | undefined = undefined;
 
   /**
-   * Queues one record whose body is `body` followed by `payload`, when given; lastBuf, lastStart and
-   * lastEnd then say where the stored body is (safe to keep a view of: its bytes are never reused).
-   * Records are written straight into an arena (no buffer per record, no concatenation at flush);
-   * bytes once written there are never rewritten — a full arena is replaced, not reused. Records
-   * past OWN_BUFFER_BYTES get a buffer of their own.
+   * Queues one record whose body is `body` followed by `payload`, when given; lastBuf, lastStart,
+   * lastEnd and lastExtra then say where the stored body is (safe to keep a view of: its bytes are
+   * never reused). Records are written straight into an arena (no buffer per record, no
+   * concatenation at flush); bytes once written there are never rewritten — a full arena is
+   * replaced, not reused. Records past OWN_BUFFER_BYTES get a buffer of their own; their payload is
+   * not copied at all: it is written from the caller's buffer (which must not change afterwards) and
+   * becomes lastExtra.
    */
   append(kind: number, body: Uint8Array, payload?: Uint8Array): void {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
@@ -277,9 +283,24 @@ export class SessionJournal {
     const len = body.length + (payload ? payload.length : 0);
     const n = RECORD_HEADER_BYTES + 1 + len;
     this.pendingBytes += n;
+    this.lastExtra = undefined;
     if (n > OWN_BUFFER_BYTES) {
       this.sealArena();
-      const rec = encodeRecord(kind, payload ? Buffer.concat([body, payload]) : body);
+      if (payload) {
+        const head = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
+        head.writeUInt32BE(1 + len, 0);
+        head[8] = kind;
+        head.set(body, 9);
+        head.writeUInt32BE(crc32(payload, crc32(body, kindCrc(kind))), 4);
+        const extra = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.length);
+        this.pending.push(head, extra);
+        this.lastBuf = head;
+        this.lastStart = RECORD_HEADER_BYTES + 1;
+        this.lastEnd = head.length;
+        this.lastExtra = extra;
+        return;
+      }
+      const rec = encodeRecord(kind, body);
       this.pending.push(rec);
       this.lastBuf = rec;
       this.lastStart = RECORD_HEADER_BYTES + 1;
@@ -375,9 +396,11 @@ export class SessionJournal {
     if (buf.length >= RECORD_HEADER_BYTES) {
       const first = RECORD_HEADER_BYTES + buf.readUInt32BE(0);
       if (first > buf.length && first <= limit - offset && first <= MAX_RECORD_BYTES + RECORD_HEADER_BYTES) {
-        buf = Buffer.allocUnsafe(first);
-        n = await this.readAt(buf, offset);
-        buf = buf.subarray(0, n);
+        // Keep what was read; read only the rest.
+        const whole = Buffer.allocUnsafe(first);
+        buf.copy(whole);
+        n = buf.length + (await this.readAt(whole.subarray(buf.length), offset + buf.length));
+        buf = whole.subarray(0, n);
       }
     }
     const records: ScannedRecord[] = [];

@@ -46,7 +46,10 @@ export class StoredEvent {
   private bodyView: Buffer | undefined = undefined;
   private tailView: Buffer | undefined = undefined;
 
-  /** The body is bytes [start, end) of buf. */
+  /**
+   * The body is bytes [start, end) of buf, followed by all of `extra` when that is set (a large
+   * output kept by reference rather than copied next to its head).
+   */
   constructor(
     readonly sessionId: string,
     readonly seq: number,
@@ -54,33 +57,37 @@ export class StoredEvent {
     private readonly start: number,
     private readonly end: number,
     private decoded: SessionEvent | undefined,
+    readonly extra: Buffer | undefined = undefined,
   ) {}
 
-  static live(sessionId: string, seq: number, buf: Buffer, start: number, end: number, ts: number, type: string, data: unknown): StoredEvent {
-    const e = new StoredEvent(sessionId, seq, buf, start, end, undefined);
+  static live(sessionId: string, seq: number, buf: Buffer, start: number, end: number, ts: number, type: string, data: unknown, extra: Buffer | undefined): StoredEvent {
+    const e = new StoredEvent(sessionId, seq, buf, start, end, undefined, extra);
     e.liveTs = ts;
     e.liveType = type;
     e.liveData = data;
     return e;
   }
 
-  /** The encoded body: the map {seq, ts, type, data}. */
+  /** The encoded body: the map {seq, ts, type, data} (one contiguous copy when the event has an extra part). */
   get body(): Buffer {
-    return (this.bodyView ??= this.buf.subarray(this.start, this.end));
+    return (this.bodyView ??= this.extra ? Buffer.concat([this.buf.subarray(this.start, this.end), this.extra]) : this.buf.subarray(this.start, this.end));
   }
 
-  /** The body without its map header (0x84): the four pairs, as they follow `sessionId` on the wire. */
+  /**
+   * The body without its map header (0x84): the four pairs, as they follow `sessionId` on the wire —
+   * up to where `extra` (when set) continues it.
+   */
   get tail(): Buffer {
     return (this.tailView ??= this.buf.subarray(this.start + 1, this.end));
   }
 
   get bodyLength(): number {
-    return this.end - this.start;
+    return this.end - this.start + (this.extra ? this.extra.length : 0);
   }
 
   /** Bytes the event occupies in the journal (record header included). */
   get size(): number {
-    return this.end - this.start + RECORD_OVERHEAD;
+    return this.bodyLength + RECORD_OVERHEAD;
   }
 
   get event(): SessionEvent {
@@ -246,7 +253,9 @@ export interface HostOptions {
   onPublish(e: StoredEvent): void;
 }
 
+/** The sparse index gets an entry every INDEX_EVERY events or INDEX_BYTES of journal, whichever comes first, so a seek reads at most that much before the event it wants (large output included). */
 const INDEX_EVERY = 64;
+const INDEX_BYTES = 256 * 1024;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
 const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
 /** A journal record's bytes beyond its body: length, checksum, kind. */
@@ -309,14 +318,15 @@ export class SessionHost {
   // The in-memory tail of recent events, as references into the journal's own buffers and no
   // object per event (objects that live this long would each be copied by the garbage collector):
   // entry i (from cacheStart) is event cacheFirstSeq + (i - cacheStart), its body bytes
-  // [cacheStarts[i], cacheEnds[i]) of cacheBufs[i].
+  // [cacheStarts[i], cacheEnds[i]) of cacheBufs[i], followed by cacheExtras[i] when set (StoredEvent.extra).
   private cacheBufs: (Buffer | undefined)[] = [];
   private cacheStarts: number[] = [];
   private cacheEnds: number[] = [];
+  private cacheExtras: (Buffer | undefined)[] = [];
   private cacheStart = 0;
   private cacheFirstSeq = 1;
   private cacheBytes = 0;
-  /** Sparse seq → file offset index (every INDEX_EVERY events) for reads older than the cache. */
+  /** Sparse seq → file offset index (see INDEX_EVERY) for reads older than the cache. */
   private index: { seq: number; offset: number }[] = [];
   private closed = false;
   /** Commands started by the running turn and not yet completed (replay only): pid → start ts. */
@@ -390,9 +400,9 @@ export class SessionHost {
       if (!event || event.seq !== this.headSeq + 1) return false;
       const seq = event.seq;
       this.headSeq = seq;
-      if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset: rec.offset });
+      this.indexEvent(seq, rec.offset);
       const body = this.mapBody(event, rec.body);
-      this.cachePush(seq, body, 0, body.length);
+      this.cachePush(seq, body, 0, body.length, undefined);
       this.applyEvent(event);
       return true;
     }
@@ -495,9 +505,9 @@ export class SessionHost {
     else j.append(RecordKind.event, encoded[0], encoded[1]);
     packArg.data = undefined;
     this.headSeq = seq;
-    const stored = StoredEvent.live(this.id, seq, j.lastBuf, j.lastStart, j.lastEnd, ts, type, data);
-    if (seq % INDEX_EVERY === 1) this.index.push({ seq, offset });
-    this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd);
+    const stored = StoredEvent.live(this.id, seq, j.lastBuf, j.lastStart, j.lastEnd, ts, type, data, j.lastExtra);
+    this.indexEvent(seq, offset);
+    this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd, j.lastExtra);
     // Streamed output changes nothing but updatedAt (no event object for it); turn.started/completed
     // are folded in by the turn's own code; everything else goes through applyEvent.
     if (type === 'command.output' || type === 'message.delta' || type === 'turn.started' || type === 'turn.completed')
@@ -561,16 +571,23 @@ export class SessionHost {
   // ---- in-memory tail ----
 
   /** Remembers event `seq` (the next one: seqs are consecutive) as bytes [start, end) of buf. */
-  private cachePush(seq: number, buf: Buffer, start: number, end: number): void {
+  private indexEvent(seq: number, offset: number): void {
+    const last = this.index[this.index.length - 1];
+    if (!last || seq - last.seq >= INDEX_EVERY || offset - last.offset >= INDEX_BYTES) this.index.push({ seq, offset });
+  }
+
+  private cachePush(seq: number, buf: Buffer, start: number, end: number, extra: Buffer | undefined): void {
     if (this.cacheBufs.length === this.cacheStart) this.cacheFirstSeq = seq;
     this.cacheBufs.push(buf);
     this.cacheStarts.push(start);
     this.cacheEnds.push(end);
-    this.cacheBytes += end - start + RECORD_OVERHEAD;
+    this.cacheExtras.push(extra);
+    this.cacheBytes += this.cachedSize(this.cacheBufs.length - 1);
     while (this.cacheBytes > this.opts.cacheBytes && this.cacheBufs.length - this.cacheStart > 1) {
       const i = this.cacheStart;
-      this.cacheBytes -= this.cacheEnds[i]! - this.cacheStarts[i]! + RECORD_OVERHEAD;
+      this.cacheBytes -= this.cachedSize(i);
       this.cacheBufs[i] = undefined;
+      this.cacheExtras[i] = undefined;
       this.cacheStart++;
       this.cacheFirstSeq++;
     }
@@ -578,8 +595,15 @@ export class SessionHost {
       this.cacheBufs = this.cacheBufs.slice(this.cacheStart);
       this.cacheStarts = this.cacheStarts.slice(this.cacheStart);
       this.cacheEnds = this.cacheEnds.slice(this.cacheStart);
+      this.cacheExtras = this.cacheExtras.slice(this.cacheStart);
       this.cacheStart = 0;
     }
+  }
+
+  /** Journal bytes of cache entry i (record header included). */
+  private cachedSize(i: number): number {
+    const extra = this.cacheExtras[i];
+    return this.cacheEnds[i]! - this.cacheStarts[i]! + (extra ? extra.length : 0) + RECORD_OVERHEAD;
   }
 
   /**
@@ -595,11 +619,9 @@ export class SessionHost {
       let i = this.cacheStart + (afterSeq + 1 - this.cacheFirstSeq);
       let seq = afterSeq + 1;
       while (i < this.cacheBufs.length && out.length < limit && seq <= end) {
-        const start = this.cacheStarts[i]!;
-        const stop = this.cacheEnds[i]!;
-        const size = stop - start + RECORD_OVERHEAD;
+        const size = this.cachedSize(i);
         if (out.length > 0 && bytes + size + WIRE_OVERHEAD > maxBytes) break;
-        out.push(new StoredEvent(this.id, seq, this.cacheBufs[i]!, start, stop, undefined));
+        out.push(new StoredEvent(this.id, seq, this.cacheBufs[i]!, this.cacheStarts[i]!, this.cacheEnds[i]!, undefined, this.cacheExtras[i]));
         bytes += size + WIRE_OVERHEAD;
         i++;
         seq++;
@@ -615,8 +637,12 @@ export class SessionHost {
       else hi = mid - 1;
     }
     let offset = this.index[lo]!.offset;
+    // A large record has index entries on both sides (INDEX_BYTES): the first read takes it whole.
+    const nextIndexed = this.index[lo + 1]?.offset ?? offset;
+    let window = Math.max(maxBytes, 64 * 1024, nextIndexed - offset);
     for (;;) {
-      const { records, nextOffset } = await this.journal.readRecords(offset, Math.max(maxBytes, 64 * 1024));
+      const { records, nextOffset } = await this.journal.readRecords(offset, window);
+      window = Math.max(maxBytes, 64 * 1024);
       if (records.length === 0) return out;
       for (const rec of records) {
         if (rec.kind !== RecordKind.event) continue;

@@ -70,10 +70,30 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
 
     if (pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command, cwd: ctx.cwd, pid });
 
+    // Output read in one turn of the event loop goes out as one event (up to the chunk limit): a
+    // command writing fast gets few large events, a lone line still goes out at once (setImmediate
+    // runs right after the poll phase that read it: no timer, no added latency).
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let pendingStream: 'stdout' | 'stderr' = 'stdout';
+    let flushScheduled = false;
+    const flush = () => {
+      flushScheduled = false;
+      if (pendingBytes === 0) return;
+      const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      ctx.emit('command.output', { turnId: ctx.turnId, stream: pendingStream, data });
+    };
     const forward = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
-      const max = LIMITS.maxOutputChunkBytes;
-      for (let off = 0; off < chunk.length; off += max)
-        ctx.emit('command.output', { turnId: ctx.turnId, stream, data: chunk.subarray(off, Math.min(off + max, chunk.length)) });
+      if (stream !== pendingStream || pendingBytes + chunk.length > LIMITS.maxOutputChunkBytes) flush();
+      pendingStream = stream;
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
     };
     child.stdout!.on('data', forward('stdout'));
     child.stderr!.on('data', forward('stderr'));
@@ -105,6 +125,7 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
         resolve({ status: 'failed', error: `could not start ${shell}: ${spawnError.message}` });
         return;
       }
+      flush();
       const exitCode = exit?.code ?? null;
       const signal = exit?.signal ?? null;
       ctx.emit('command.completed', { turnId: ctx.turnId, exitCode, signal });

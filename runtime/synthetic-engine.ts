@@ -1,7 +1,7 @@
 // The built-in `synthetic` engine: a load generator for benchmarks and tests. Its input is
 // `count=N size=B [batch=K]`: it emits N command.output events of B bytes each, K per tick, as fast
 // as the runtime takes them, without running anything. A cancelled turn stops at the next tick.
-import { AstraError } from '../protocol/index.js';
+import { AstraError, LIMITS } from '../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
 
 export interface SyntheticSpec {
@@ -17,7 +17,7 @@ export function parseSyntheticSpec(text: string): SyntheticSpec {
     if (!m) throw new AstraError('invalid_params', `synthetic engine input is "count=N size=B [batch=K]"; cannot read "${part}"`);
     spec[m[1] as keyof SyntheticSpec] = Number(m[2]);
   }
-  if (spec.size > 64 * 1024) throw new AstraError('invalid_params', 'synthetic engine: size must be at most 65536 bytes per event');
+  if (spec.size > LIMITS.maxOutputChunkBytes) throw new AstraError('invalid_params', `synthetic engine: size must be at most ${LIMITS.maxOutputChunkBytes} bytes per event`);
   spec.batch = Math.max(1, spec.batch);
   return spec;
 }

@@ -234,12 +234,12 @@ describe('subscriptions', () => {
     const { session } = await client.session.create({ approvalPolicy: 'auto' });
     await client.acquireController(session.id);
     const sub = await client.subscribe(session.id);
-    await client.turn.start({ sessionId: session.id, input: { text: 'seq 1 100000' } });
+    await client.turn.start({ sessionId: session.id, input: { text: 'seq 1 1000000' } });
     const events = await collectUntil(sub, (e) => e.type === 'turn.completed');
     expect(sub.lagCount).toBeGreaterThan(0);
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
     const output = Buffer.concat(events.filter((e) => e.type === 'command.output').map((e) => Buffer.from((e.data as { data: Uint8Array }).data))).toString();
-    expect(output).toBe(Array.from({ length: 100000 }, (_, i) => `${i + 1}\n`).join(''));
+    expect(output).toBe(Array.from({ length: 1000000 }, (_, i) => `${i + 1}\n`).join(''));
   });
 
   it('a second subscription to the same session is refused with a clear error while the first is open', async () => {

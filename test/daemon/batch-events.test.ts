@@ -5,10 +5,18 @@ import { Connection } from '../../ipc/index.js';
 import { LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
 import { readRecord, resolvePaths } from '../../discovery/index.js';
 import { testHome, waitFor } from '../client/helpers.js';
+import { createDaemon, type Engine } from '../../daemon/index.js';
+import { cleanupHome, envFor, makeHome } from '../helpers/processes.js';
+
+interface WireEvent {
+  seq: number;
+  type: string;
+  data?: { data?: Uint8Array };
+}
 
 interface Note {
   method: string;
-  params: { sessionId: string; seq?: number; type?: string; events?: { seq: number; type: string }[] };
+  params: { sessionId: string; seq?: number; type?: string; data?: { data?: Uint8Array }; events?: WireEvent[] };
 }
 
 /** A bare ipc Connection that does its own handshake, recording every notification. */
@@ -27,10 +35,10 @@ async function rawClient(env: NodeJS.ProcessEnv, name: string, batchEvents: bool
 }
 
 /** Every event a connection received, in arrival order, whichever notification carried it. */
-function received(notes: Note[]): { seq: number; type: string }[] {
-  const out: { seq: number; type: string }[] = [];
+function received(notes: Note[]): WireEvent[] {
+  const out: WireEvent[] = [];
   for (const n of notes) {
-    if (n.method === 'session/event') out.push({ seq: n.params.seq!, type: n.params.type! });
+    if (n.method === 'session/event') out.push({ seq: n.params.seq!, type: n.params.type!, data: n.params.data });
     if (n.method === 'session/events') out.push(...n.params.events!);
   }
   return out;
@@ -68,6 +76,91 @@ describe('batched events (session/events)', () => {
       expect(lone.map((n) => n.method)).toEqual(['session/event']);
     } finally {
       for (const c of [plain, optedOut, batching]) c.conn.close();
+    }
+  });
+});
+
+describe('large output events', () => {
+  it('up to LIMITS.maxOutputChunkBytes each arrive whole, live and replayed (from memory and from the journal), to batching and plain connections', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const size = 3 * 1024 * 1024; // past the journal's 1 MiB own-buffer threshold: the output is kept by reference
+    const count = 6; // 18 MiB: more than the 8 MiB in-memory tail, so a late subscriber reads the first ones back from the journal
+    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+    const live = await rawClient(t.env, 'live', true);
+    const livePlain = await rawClient(t.env, 'live-plain', false);
+    try {
+      for (const c of [live, livePlain]) await c.conn.request('session/subscribe', { sessionId: session.id });
+      await client.acquireController(session.id);
+      await client.turn.start({ sessionId: session.id, input: { text: `count=${count} size=${size} batch=2` } });
+      const done = (c: { notes: Note[] }) => received(c.notes).some((e) => e.type === 'turn.completed');
+      await waitFor('the live subscribers to see turn.completed', () => done(live) && done(livePlain), 60_000);
+      const late = await rawClient(t.env, 'late', true);
+      const latePlain = await rawClient(t.env, 'late-plain', false);
+      try {
+        for (const c of [late, latePlain]) await c.conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 0 });
+        await waitFor('the late subscribers to see turn.completed', () => done(late) && done(latePlain), 60_000);
+        const line = Buffer.alloc(size, 'x');
+        line[size - 1] = 0x0a;
+        for (const c of [live, livePlain, late, latePlain]) {
+          const events = received(c.notes);
+          const head = events.at(-1)!.seq;
+          const first = c === late || c === latePlain ? 1 : events[0]!.seq;
+          expect(events.map((e) => e.seq)).toEqual(Array.from({ length: head - first + 1 }, (_, i) => first + i));
+          const outputs = events.filter((e) => e.type === 'command.output');
+          expect(outputs).toHaveLength(count);
+          for (const o of outputs) expect(Buffer.from(o.data!.data!).equals(line)).toBe(true);
+        }
+      } finally {
+        late.conn.close();
+        latePlain.conn.close();
+      }
+    } finally {
+      live.conn.close();
+      livePlain.conn.close();
+    }
+  });
+});
+
+describe('a large output inside a batch', () => {
+  it('travels by reference in a session/events frame behind a small event of its tick, byte for byte, and closes the batch', async () => {
+    const big = Buffer.alloc(2 * 1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7 + (i >> 12)) & 255;
+    // One tick: two small events, a large output (kept by reference by the journal), a small one.
+    const engine: Engine = {
+      async runTurn(ctx) {
+        ctx.emit('message.delta', { turnId: ctx.turnId, text: 'a' });
+        ctx.emit('message.delta', { turnId: ctx.turnId, text: 'b' });
+        ctx.emit('command.output', { turnId: ctx.turnId, stream: 'stdout', data: big });
+        ctx.emit('message.delta', { turnId: ctx.turnId, text: 'c' });
+        return { status: 'completed' };
+      },
+    };
+    const home = makeHome();
+    const env = envFor(home);
+    const daemon = createDaemon({ env, engine, idleTimeoutMs: 0 });
+    try {
+      expect(await daemon.start()).toBe(true);
+      const c = await rawClient(env, 'batching', true);
+      try {
+        const { session } = (await c.conn.request('session/create', { approvalPolicy: 'auto' })) as { session: { id: string } };
+        await c.conn.request('session/subscribe', { sessionId: session.id });
+        const { epoch } = (await c.conn.request('lease/acquire', { sessionId: session.id })) as { epoch: number };
+        await c.conn.request('turn/start', { sessionId: session.id, epoch, input: { text: 'go' }, idempotencyKey: 'k1' });
+        await waitFor('turn.completed', () => received(c.notes).some((e) => e.type === 'turn.completed'), 10_000);
+        const batch = c.notes.find((n) => n.method === 'session/events' && n.params.events!.some((e) => e.type === 'command.output'));
+        // 'a' went alone (the connection was idle), 'b' waited for company, the output closed the batch.
+        expect(batch?.params.events!.map((e) => e.type)).toEqual(['message.delta', 'command.output']);
+        const out = batch!.params.events!.find((e) => e.type === 'command.output')!;
+        expect(Buffer.from(out.data!.data!).equals(big)).toBe(true);
+        const seqs = received(c.notes).map((e) => e.seq);
+        expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => seqs[0]! + i));
+      } finally {
+        c.conn.close();
+      }
+    } finally {
+      await daemon.stop('shutdown');
+      await cleanupHome(home);
     }
   });
 });

@@ -125,14 +125,18 @@ describe('session journal', () => {
 });
 
 describe('SessionJournal.append', () => {
-  it('stores a body given as head + payload as one record, checksummed over both, in an arena or a buffer of its own', async () => {
+  it('stores a body given as head + payload as one record, checksummed over both, in an arena or (large) with the payload kept by reference', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'j');
     const j = await SessionJournal.create(file);
     const sizes = [10, 70_000, 2 * 1024 * 1024];
     for (const size of sizes) {
-      j.append(1, Buffer.from('head:'), Buffer.alloc(size, size & 0xff));
-      expect(j.lastBuf.subarray(j.lastStart, j.lastEnd).equals(Buffer.concat([Buffer.from('head:'), Buffer.alloc(size, size & 0xff)]))).toBe(true);
+      const payload = Buffer.alloc(size, size & 0xff);
+      j.append(1, Buffer.from('head:'), payload);
+      const stored = Buffer.concat([j.lastBuf.subarray(j.lastStart, j.lastEnd), j.lastExtra ?? Buffer.alloc(0)]);
+      expect(stored.equals(Buffer.concat([Buffer.from('head:'), payload]))).toBe(true);
+      // Small records are copied into an arena; a large payload is not copied at all.
+      expect(j.lastExtra === payload).toBe(size > 1024 * 1024);
     }
     await j.close();
     const bodies: Buffer[] = [];

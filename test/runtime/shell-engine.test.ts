@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -40,7 +41,7 @@ function turnEvents(events: SessionEvent[], turnId: string): SessionEvent[] {
 }
 
 describe('shell engine', () => {
-  it('delivers 5 MiB of output complete and in order in chunks of at most 64 KiB', async () => {
+  it('delivers 5 MiB of output complete and in order in chunks of at most LIMITS.maxOutputChunkBytes, coalescing what one loop turn read', async () => {
     const { rt, work, events, ended } = await setup();
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     // 5 MiB of a counting pattern so order mistakes show up as content mismatches.
@@ -49,6 +50,8 @@ describe('shell engine', () => {
     await waitFor(() => ended.get(turnId), 'turn end', 30_000);
     const outs = turnEvents(events, turnId).filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output');
     for (const o of outs) expect(o.data.data.length).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes);
+    // Node reads a pipe 64 KiB at a time; what arrived in one turn of the event loop is one event.
+    expect(Math.max(...outs.map((o) => o.data.data.length))).toBeGreaterThan(64 * 1024);
     const all = Buffer.concat(outs.filter((o) => o.data.stream === 'stdout').map((o) => o.data.data));
     expect(all.length).toBe(5 * 1024 * 1024);
     const expected = Buffer.alloc(5 * 1024 * 1024);
@@ -71,6 +74,22 @@ describe('shell engine', () => {
     }
     const fromJournal = Buffer.concat(read.filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output').map((e) => e.data.data));
     expect(fromJournal.equals(expected)).toBe(true);
+  });
+
+  it('sends a lone line at once, without waiting for more output, and keeps stdout and stderr apart', async () => {
+    const { rt, work, events, ended } = await setup();
+    const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
+    const fifo = path.join(work, 'go');
+    execFileSync('mkfifo', [fifo]);
+    // The command prints one line, then blocks until the test has seen that line as an event.
+    const { turnId } = await rt.startTurn(s.id, { text: `printf 'first\\n'; printf 'err\\n' >&2; read x < ${fifo}; printf 'second\\n'` }, 'k1');
+    const outputs = () => turnEvents(events, turnId).filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output');
+    await waitFor(() => outputs().length >= 2 || undefined, 'the first lines while the command still runs');
+    expect(ended.get(turnId)).toBeUndefined();
+    fs.writeFileSync(fifo, 'go\n');
+    await waitFor(() => ended.get(turnId), 'turn end');
+    const got = outputs().map((o) => `${o.data.stream}:${Buffer.from(o.data.data).toString()}`);
+    expect(got.sort()).toEqual(['stderr:err\n', 'stdout:first\n', 'stdout:second\n']);
   });
 
   it('reports exit codes, stderr and a non-zero exit as a completed turn', async () => {

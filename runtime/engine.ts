@@ -9,7 +9,10 @@ export interface EngineContext {
   approvalPolicy: ApprovalPolicy;
   /** Aborted when the turn is cancelled; an engine should stop promptly and return 'cancelled'. */
   signal: AbortSignal;
-  /** Appends an event to the session (journal first, then subscribers), in call order. */
+  /**
+   * Appends an event to the session (journal first, then subscribers), in call order. A
+   * command.output `data` buffer may be kept by reference (not copied): do not change it afterwards.
+   */
   emit<T extends EventType>(type: T, data: EventData<T>): void;
   /** Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first. */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;

@@ -570,12 +570,12 @@ export class SessionHost {
 
   // ---- in-memory tail ----
 
-  /** Remembers event `seq` (the next one: seqs are consecutive) as bytes [start, end) of buf. */
   private indexEvent(seq: number, offset: number): void {
     const last = this.index[this.index.length - 1];
     if (!last || seq - last.seq >= INDEX_EVERY || offset - last.offset >= INDEX_BYTES) this.index.push({ seq, offset });
   }
 
+  /** Remembers event `seq` (the next one: seqs are consecutive) as bytes [start, end) of buf, then extra. */
   private cachePush(seq: number, buf: Buffer, start: number, end: number, extra: Buffer | undefined): void {
     if (this.cacheBufs.length === this.cacheStart) this.cacheFirstSeq = seq;
     this.cacheBufs.push(buf);

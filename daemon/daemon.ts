@@ -56,6 +56,8 @@ export interface DaemonOptions {
   maxInFlightPerConnection?: number;
   maxSubscriptionsPerConnection?: number;
   maxQueuedBytes?: number;
+  /** Per session, bytes of events kept in memory for subscribers that are behind (RuntimeOptions.catchUpCacheBytesPerSession). */
+  catchUpCacheBytes?: number;
   slowConsumerMs?: number;
   /** A connection that sends nothing (not even ping) for this long is closed. */
   silentConnectionMs?: number;
@@ -106,6 +108,7 @@ export class Daemon {
       | 'selfCheckMs'
       | 'maxInputChars'
       | 'sessionUnloadMs'
+      | 'catchUpCacheBytes'
     >
   >;
   private readonly engines: Record<string, Engine>;
@@ -146,6 +149,7 @@ export class Daemon {
       selfCheckMs: opts.selfCheckMs ?? numberFromEnv(env, 'ASTRA_SELF_CHECK_MS') ?? 2_000,
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
       sessionUnloadMs: opts.sessionUnloadMs ?? numberFromEnv(env, 'ASTRA_SESSION_UNLOAD_MS') ?? 10 * 60_000,
+      catchUpCacheBytes: opts.catchUpCacheBytes ?? numberFromEnv(env, 'ASTRA_CATCHUP_CACHE_BYTES') ?? 64 * 1024 * 1024,
     };
     this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
@@ -204,6 +208,7 @@ export class Daemon {
       now: this.now,
       // Journal bodies in the wire's encoding: they go out to subscribers as they are.
       packEventBody,
+      catchUpCacheBytesPerSession: this.cfg.catchUpCacheBytes,
     });
     this.hub = new SubscriptionHub(this.runtime, {
       maxQueuedBytes: this.cfg.maxQueuedBytes,

@@ -41,6 +41,13 @@ export interface RuntimeOptions {
   groupCommitMs?: number;
   /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
   cacheBytesPerSession?: number;
+  /**
+   * While a subscriber of a session is behind (paused or replaying), that session keeps up to this
+   * many bytes of the events the subscriber still needs in memory (beyond cacheBytesPerSession), so
+   * it catches up from memory rather than by reading the journal back; the surplus goes as soon as
+   * nobody needs it. Default 64 MiB.
+   */
+  catchUpCacheBytesPerSession?: number;
   logger?: RuntimeLogger;
   now?: () => number;
   /**
@@ -160,6 +167,7 @@ export class Runtime {
       now: this.now,
       groupCommitMs: opts.groupCommitMs ?? 5,
       cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
+      catchUpCacheBytes: opts.catchUpCacheBytesPerSession ?? 64 * 1024 * 1024,
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {

@@ -250,6 +250,8 @@ export interface HostOptions {
   now: () => number;
   groupCommitMs: number;
   cacheBytes: number;
+  /** See RuntimeOptions.catchUpCacheBytesPerSession. */
+  catchUpCacheBytes: number;
   onPublish(e: StoredEvent): void;
 }
 
@@ -583,7 +585,18 @@ export class SessionHost {
     this.cacheEnds.push(end);
     this.cacheExtras.push(extra);
     this.cacheBytes += this.cachedSize(this.cacheBufs.length - 1);
+    if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
+  }
+
+  /**
+   * Evicts the oldest entries down to cacheBytes — except those a subscriber that is behind still
+   * needs, while they fit in catchUpCacheBytes.
+   */
+  private trimCache(): void {
+    let needed = Infinity;
+    for (const sub of this.subs) if (!sub.live && !sub.closed && sub.lastSeq + 1 < needed) needed = sub.lastSeq + 1;
     while (this.cacheBytes > this.opts.cacheBytes && this.cacheBufs.length - this.cacheStart > 1) {
+      if (this.cacheFirstSeq >= needed && this.cacheBytes <= this.opts.catchUpCacheBytes) break;
       const i = this.cacheStart;
       this.cacheBytes -= this.cachedSize(i);
       this.cacheBufs[i] = undefined;
@@ -598,6 +611,11 @@ export class SessionHost {
       this.cacheExtras = this.cacheExtras.slice(this.cacheStart);
       this.cacheStart = 0;
     }
+  }
+
+  /** Bytes of recent events held in memory (the in-memory tail, with what behind subscribers still need). */
+  get cachedBytes(): number {
+    return this.cacheBytes;
   }
 
   /** Journal bytes of cache entry i (record header included). */
@@ -687,6 +705,7 @@ export class SessionHost {
       unsubscribe: () => {
         sub.closed = true;
         this.subs.delete(sub);
+        if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
       },
     };
   }
@@ -721,6 +740,8 @@ export class SessionHost {
       if (sub.lastSeq >= this.publishedSeq) {
         sub.live = true;
         sub.paused = false;
+        // What was kept in memory for it may go now.
+        if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
         if (announce) sub.sink.onReplayed?.(sub.lastSeq);
         else sub.sink.onResumed?.(sub.lastSeq);
         return;

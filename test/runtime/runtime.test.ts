@@ -119,6 +119,41 @@ describe('runtime', () => {
     await rt.close();
   });
 
+  it('keeps what a paused subscriber still needs in memory (up to catchUpCacheBytesPerSession) and lets it go once it caught up', async () => {
+    const d = setupDir();
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 64 * 1024, catchUpCacheBytesPerSession: 16 * 1024 * 1024 });
+    const s = await rt.createSession({});
+    const host = () => (rt as unknown as { sessions: Map<string, { host?: { cachedBytes: number } }> }).sessions.get(s.id)!.host!;
+    let accepting = false;
+    let open_!: () => void;
+    const gate = new Promise<void>((r) => (open_ = r));
+    const seqs: number[] = [];
+    let live = false;
+    const sub = await rt.subscribe(s.id, 0, {
+      // Refuses from the first event on (paused), until the gate opens.
+      onEvent: (e) => {
+        if (!accepting) return false;
+        seqs.push(e.seq);
+      },
+      waitForCapacity: () => gate,
+      onReplayed: () => (live = true),
+    });
+    const t = await rt.startTurn(s.id, { text: '50000' }, 'k1');
+    await waitFor(() => ended.get(t.turnId), 'the burst', 30_000);
+    const head = (await rt.getSession(s.id)).headSeq;
+    expect(host().cachedBytes).toBeGreaterThan(64 * 1024 * 4);
+    // Only memory can feed the subscriber now: the journal is cut back to its header.
+    fs.truncateSync(path.join(d, 'sessions', s.id, JOURNAL_FILE), 16);
+    accepting = true;
+    open_();
+    await waitFor(() => live || undefined, 'the subscriber to catch up', 30_000);
+    expect(seqs).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+    // Nobody is behind any more: back to the ordinary in-memory tail.
+    expect(host().cachedBytes).toBeLessThanOrEqual(64 * 1024);
+    sub.unsubscribe();
+    await rt.close().catch(() => {});
+  });
+
   it('delivers every event exactly once, in order, to a subscriber replaying a 100,000-event session from seq 1 while events keep coming', async () => {
     const d = setupDir();
     // A small cache forces most of the backlog to come from the journal file.

@@ -12,7 +12,7 @@ import {
   initializeResultSchema,
   type Infer,
 } from '../protocol/index.js';
-import { Connection } from '../ipc/index.js';
+import { Connection, DirectReads } from '../ipc/index.js';
 import { acquireLock, ensurePrivateDir, isProcessAlive, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
 
 export type InitializeResult = Infer<typeof initializeResultSchema>;
@@ -102,9 +102,10 @@ export function readUsableRecord(recordPath: string): DiscoveryRecord | undefine
   }
 }
 
-function openSocket(endpoint: string, timeoutMs: number): Promise<net.Socket> {
+function openSocket(endpoint: string, timeoutMs: number, reads: DirectReads): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const socket = net.createConnection({ path: endpoint });
+    // Large frames (command output) are read straight into their own buffers (ipc/direct-reads.ts).
+    const socket = net.createConnection({ path: endpoint, onread: reads.onread });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(Object.assign(new Error(`connecting to ${endpoint} timed out`), { code: 'ETIMEDOUT' }));
@@ -123,8 +124,10 @@ function openSocket(endpoint: string, timeoutMs: number): Promise<net.Socket> {
 
 /** Connects to the daemon a record names and performs the handshake. */
 export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): Promise<{ conn: Connection; init: InitializeResult }> {
-  const socket = await openSocket(record.endpoint, 5_000);
+  const reads = new DirectReads();
+  const socket = await openSocket(record.endpoint, 5_000, reads);
   const conn = new Connection(socket, {
+    directReads: reads,
     maxIncomingBytes: LIMITS.maxFrameBytes,
     maxOutgoingBytes: LIMITS.maxRequestBytes,
     requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,

@@ -11,6 +11,7 @@ import {
   type RequestId,
   type TraceContext,
 } from '../protocol/index.js';
+import type { DirectReads } from './direct-reads.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
 import { decode, decodeFromTrustedPeer } from './msgpack.js';
@@ -47,6 +48,8 @@ export interface ConnectionOptions {
    * refuses what an extension decodes to, and the scan would cost every frame a second walk.
    */
   extensionScan?: 'always' | 'onError';
+  /** The socket was created with `onread: directReads.onread` (ipc/direct-reads.ts): it emits no 'data'. */
+  directReads?: DirectReads;
 }
 
 export interface RequestOptions {
@@ -151,7 +154,8 @@ export class Connection {
       onError: (err) => this.handleFramingError(err),
     });
     raiseHighWaterMark(socket);
-    socket.on('data', (chunk: Buffer) => this.decoder.push(chunk));
+    if (opts.directReads) opts.directReads.attach(this.decoder);
+    else socket.on('data', (chunk: Buffer) => this.decoder.push(chunk));
     socket.on('error', (err) => {
       this.socketError ??= err;
     });

@@ -15,6 +15,10 @@ export interface FrameDecoderOptions {
 }
 
 const State = { Header: 0, Payload: 1 } as const;
+/** A frame with at least this much still to come is read into its own buffer (direct reads). */
+const DIRECT_READ_MIN_BYTES = 64 * 1024;
+/** Size of a fresh read buffer otherwise (what Node reads a socket into by default). */
+const READ_BYTES = 64 * 1024;
 type State = (typeof State)[keyof typeof State];
 
 export class FrameDecoder {
@@ -49,6 +53,50 @@ export class FrameDecoder {
     return this.buffered;
   }
 
+  // Direct reads (a socket with `onread`, see ipc/direct-reads.ts): the rest of a large frame is
+  // read by the kernel straight into that frame's own buffer — no 64 KiB buffer per read, no copy
+  // to join them. Everything else goes through push().
+  private direct: Buffer | undefined;
+  private directTarget = false;
+
+  /** Where the socket should read next: the rest of a large frame in progress, else a fresh buffer. */
+  readTarget(): Buffer {
+    // Once a frame is read directly, it is until its last byte.
+    if (this.direct || (!this.stopped && this.state === State.Payload && this.payloadLength - this.buffered >= DIRECT_READ_MIN_BYTES)) {
+      if (!this.direct) {
+        // The frame's own buffer, holding what already arrived of it.
+        const frame = Buffer.allocUnsafe(this.payloadLength);
+        const have = this.buffered;
+        this.consume(have).copy(frame, 0);
+        this.buffered = have;
+        this.direct = frame;
+      }
+      this.directTarget = true;
+      return this.direct.subarray(this.buffered);
+    }
+    this.directTarget = false;
+    return Buffer.allocUnsafe(READ_BYTES);
+  }
+
+  /** `n` bytes were read into the buffer readTarget() returned last (`buf`). */
+  readDone(n: number, buf: Buffer): void {
+    if (this.stopped || n <= 0) return;
+    if (!this.directTarget || !this.direct) {
+      this.push(buf.subarray(0, n));
+      return;
+    }
+    this.buffered += n;
+    if (this.buffered === this.payloadLength) {
+      const frame = this.direct;
+      this.direct = undefined;
+      this.buffered = 0;
+      this.state = State.Header;
+      this.completed++;
+      this.onFrame(frame);
+    }
+    if (!this.stopped) this.watchPartialFrame();
+  }
+
   push(chunk: Buffer): void {
     if (this.stopped || chunk.length === 0) return;
     this.chunks.push(chunk);
@@ -81,6 +129,7 @@ export class FrameDecoder {
   /** Stops decoding and drops what is buffered. */
   dispose(): void {
     this.stopped = true;
+    this.direct = undefined;
     this.chunks = [];
     this.offset = 0;
     this.buffered = 0;

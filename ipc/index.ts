@@ -2,6 +2,7 @@
 export { encode, decode, packWithReserve, packEventBody } from './msgpack.js';
 export { encodeFrame } from './frame-encoder.js';
 export { FrameDecoder, type FrameDecoderOptions } from './frame-decoder.js';
+export { DirectReads } from './direct-reads.js';
 export {
   Connection,
   SOCKET_HIGH_WATER_MARK,

@@ -242,6 +242,27 @@ describe('subscriptions', () => {
     expect(output).toBe(Array.from({ length: 1000000 }, (_, i) => `${i + 1}\n`).join(''));
   });
 
+  it('receives output events of several MiB whole (read straight into their own buffers), live and replayed', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    const size = 3 * 1024 * 1024;
+    const line = Buffer.alloc(size, 'x');
+    line[size - 1] = 0x0a;
+    const sub = await client.subscribe(session.id);
+    await client.turn.start({ sessionId: session.id, input: { text: `count=5 size=${size}` } });
+    const live = await collectUntil(sub, (e) => e.type === 'turn.completed');
+    await sub.close();
+    const again = await client.subscribe(session.id, { sinceSeq: 0 });
+    const replayed = await collectUntil(again, (e) => e.type === 'turn.completed');
+    for (const events of [live, replayed]) {
+      const outputs = events.filter((e) => e.type === 'command.output').map((e) => (e.data as { data: Uint8Array }).data);
+      expect(outputs).toHaveLength(5);
+      for (const o of outputs) expect(Buffer.from(o.buffer, o.byteOffset, o.length).equals(line)).toBe(true);
+    }
+  });
+
   it('a second subscription to the same session is refused with a clear error while the first is open', async () => {
     const t = testHome();
     const client = await t.client();

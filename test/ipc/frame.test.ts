@@ -185,6 +185,59 @@ describe('FrameDecoder', () => {
     decoder.dispose();
   });
 
+  it('with direct reads, takes any mix of small and large frames in any read sizes, reading the rest of a large frame into its own buffer', () => {
+    const big = fc.integer({ min: 64 * 1024, max: 300 * 1024 }).map((n) => ({ method: 'o', params: { data: Buffer.alloc(n, n & 0xff) } }));
+    fc.assert(
+      fc.property(fc.array(fc.oneof(message, big), { minLength: 1, maxLength: 8 }), fc.array(fc.integer({ min: 1, max: 200 * 1024 }), { minLength: 1, maxLength: 30 }), (messages, sizes) => {
+        const wire = concat(messages.map((m) => encodeFrame(m, LIMITS.maxFrameBytes)));
+        const received: unknown[] = [];
+        const payloads: Buffer[] = [];
+        const targets = new Set<ArrayBufferLike>();
+        const decoder = new FrameDecoder({
+          maxPayloadBytes: LIMITS.maxFrameBytes,
+          frameDeadlineMs: 0,
+          onFrame: (payload) => {
+            payloads.push(payload);
+            received.push(decode(payload));
+          },
+          onError: (e) => {
+            throw e;
+          },
+        });
+        // A socket: each read fills at most the target it is given, however much is available.
+        let at = 0;
+        for (let i = 0; at < wire.length; i++) {
+          const target = decoder.readTarget();
+          const n = Math.min(target.length, wire.length - at, sizes[i % sizes.length]!);
+          wire.copy(target, 0, at, at + n);
+          at += n;
+          targets.add(target.buffer);
+          decoder.readDone(n, target);
+        }
+        expect(received).toEqual(messages);
+        expect(decoder.bufferedBytes).toBe(0);
+        // A frame too big for one 64 KiB read was not joined from pieces: it was read into the buffer it was handed out in.
+        for (const p of payloads) if (p.length >= 128 * 1024) expect(targets.has(p.buffer)).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('with direct reads, still fails a large frame that stops arriving with frame_timeout', async () => {
+    const frame = encodeFrame({ method: 'o', params: { data: Buffer.alloc(256 * 1024, 7) } }, LIMITS.maxFrameBytes);
+    const error = await new Promise<AstraError>((resolve) => {
+      const decoder = new FrameDecoder({ maxPayloadBytes: LIMITS.maxFrameBytes, frameDeadlineMs: 100, onFrame: () => {}, onError: resolve });
+      let target = decoder.readTarget();
+      frame.copy(target, 0, 0, 1000);
+      decoder.readDone(1000, target);
+      target = decoder.readTarget(); // now the frame's own buffer
+      frame.copy(target, 0, 1000, 70_000);
+      decoder.readDone(69_000, target);
+    });
+    expect(error.reason).toBe('frame_timeout');
+    expect(error.data).toMatchObject({ receivedBytes: 70_000 - 4 });
+  });
+
   it('ignores everything after dispose', () => {
     const payloads: Buffer[] = [];
     const decoder = new FrameDecoder({ maxPayloadBytes: 1024, onFrame: (p) => payloads.push(p), onError: () => {} });

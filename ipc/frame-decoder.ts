@@ -17,7 +17,7 @@ export interface FrameDecoderOptions {
 const State = { Header: 0, Payload: 1 } as const;
 /** A frame with at least this much still to come is read into its own buffer (direct reads). */
 const DIRECT_READ_MIN_BYTES = 64 * 1024;
-/** Size of a fresh read buffer otherwise (what Node reads a socket into by default). */
+/** Size of the read buffer otherwise (what Node reads a socket into by default). */
 const READ_BYTES = 64 * 1024;
 type State = (typeof State)[keyof typeof State];
 
@@ -58,6 +58,8 @@ export class FrameDecoder {
   // to join them. Everything else goes through push().
   private direct: Buffer | undefined;
   private directTarget = false;
+  /** Reused for every other read; what was read is copied out, at its size (small reads come from Node's pool). */
+  private scratch: Buffer | undefined;
 
   /** Where the socket should read next: the rest of a large frame in progress, else a fresh buffer. */
   readTarget(): Buffer {
@@ -75,14 +77,16 @@ export class FrameDecoder {
       return this.direct.subarray(this.buffered);
     }
     this.directTarget = false;
-    return Buffer.allocUnsafe(READ_BYTES);
+    // A fresh 64 KiB buffer per read would stay that size until collected (Node's own reads shrink
+    // theirs to what was read): a round trip's every small response would cost 64 KiB of memory.
+    return (this.scratch ??= Buffer.allocUnsafeSlow(READ_BYTES));
   }
 
   /** `n` bytes were read into the buffer readTarget() returned last (`buf`). */
   readDone(n: number, buf: Buffer): void {
     if (this.stopped || n <= 0) return;
     if (!this.directTarget || !this.direct) {
-      this.push(buf.subarray(0, n));
+      this.push(buf === this.scratch ? Buffer.from(buf.subarray(0, n)) : buf.subarray(0, n));
       return;
     }
     this.buffered += n;

@@ -223,6 +223,22 @@ describe('FrameDecoder', () => {
     );
   });
 
+  it('with direct reads, copies small reads out of the one reused read buffer, so frames outlive the next read', () => {
+    const payloads: Buffer[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: 1024, onFrame: (p) => payloads.push(p), onError: () => {} });
+    const frames = [encodeFrame({ method: 'a' }, 1024), encodeFrame({ method: 'b' }, 1024)];
+    let first: Buffer | undefined;
+    for (const f of frames) {
+      const target = decoder.readTarget();
+      first ??= target;
+      expect(target).toBe(first); // the same buffer every time
+      f.copy(target);
+      decoder.readDone(f.length, target);
+    }
+    expect(payloads.map((p) => (decode(p) as { method: string }).method)).toEqual(['a', 'b']);
+    for (const p of payloads) expect(p.buffer).not.toBe(first!.buffer);
+  });
+
   it('with direct reads, still fails a large frame that stops arriving with frame_timeout', async () => {
     const frame = encodeFrame({ method: 'o', params: { data: Buffer.alloc(256 * 1024, 7) } }, LIMITS.maxFrameBytes);
     const error = await new Promise<AstraError>((resolve) => {

@@ -111,6 +111,19 @@ describe('large output events', () => {
           expect(outputs).toHaveLength(count);
           for (const o of outputs) expect(Buffer.from(o.data!.data!).equals(line)).toBe(true);
         }
+        // session/read pages the same events, each page within the frame limit.
+        const read: WireEvent[] = [];
+        let sinceSeq = 0;
+        for (let pages = 0; ; pages++) {
+          expect(pages).toBeLessThan(50);
+          const r = (await late.conn.request('session/read', { sessionId: session.id, sinceSeq })) as { events: WireEvent[]; nextSeq?: number };
+          read.push(...r.events);
+          if (r.nextSeq === undefined) break;
+          sinceSeq = r.nextSeq;
+        }
+        const readOutputs = read.filter((e) => e.type === 'command.output');
+        expect(readOutputs).toHaveLength(count);
+        for (const o of readOutputs) expect(Buffer.from(o.data!.data!).equals(line)).toBe(true);
       } finally {
         late.conn.close();
         latePlain.conn.close();

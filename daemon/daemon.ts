@@ -56,7 +56,7 @@ export interface DaemonOptions {
   maxInFlightPerConnection?: number;
   maxSubscriptionsPerConnection?: number;
   maxQueuedBytes?: number;
-  /** Per session, bytes of events kept in memory for subscribers that are behind (RuntimeOptions.catchUpCacheBytesPerSession). */
+  /** Bytes of events all sessions together keep in memory for subscribers that are behind (RuntimeOptions.catchUpCacheBytes). */
   catchUpCacheBytes?: number;
   slowConsumerMs?: number;
   /** A connection that sends nothing (not even ping) for this long is closed. */
@@ -208,7 +208,7 @@ export class Daemon {
       now: this.now,
       // Journal bodies in the wire's encoding: they go out to subscribers as they are.
       packEventBody,
-      catchUpCacheBytesPerSession: this.cfg.catchUpCacheBytes,
+      catchUpCacheBytes: this.cfg.catchUpCacheBytes,
     });
     this.hub = new SubscriptionHub(this.runtime, {
       maxQueuedBytes: this.cfg.maxQueuedBytes,

@@ -42,12 +42,12 @@ export interface RuntimeOptions {
   /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
   cacheBytesPerSession?: number;
   /**
-   * While a subscriber of a session is behind (paused or replaying), that session keeps up to this
-   * many bytes of the events the subscriber still needs in memory (beyond cacheBytesPerSession), so
-   * it catches up from memory rather than by reading the journal back; the surplus goes as soon as
-   * nobody needs it. Default 64 MiB.
+   * While a subscriber of a session is behind (paused or replaying), the session keeps the events it
+   * still needs in memory beyond cacheBytesPerSession, so it catches up from memory rather than by
+   * reading the journal back; the surplus goes as soon as nobody needs it. This bounds the surplus
+   * of all sessions together. Default 64 MiB.
    */
-  catchUpCacheBytesPerSession?: number;
+  catchUpCacheBytes?: number;
   logger?: RuntimeLogger;
   now?: () => number;
   /**
@@ -167,7 +167,7 @@ export class Runtime {
       now: this.now,
       groupCommitMs: opts.groupCommitMs ?? 5,
       cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
-      catchUpCacheBytes: opts.catchUpCacheBytesPerSession ?? 64 * 1024 * 1024,
+      catchUp: { limit: opts.catchUpCacheBytes ?? 64 * 1024 * 1024, used: 0 },
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {

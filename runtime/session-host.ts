@@ -250,8 +250,8 @@ export interface HostOptions {
   now: () => number;
   groupCommitMs: number;
   cacheBytes: number;
-  /** See RuntimeOptions.catchUpCacheBytesPerSession. */
-  catchUpCacheBytes: number;
+  /** Shared by all sessions: the bound on their catch-up surplus and how much of it is in use (RuntimeOptions.catchUpCacheBytes). */
+  catchUp: { limit: number; used: number };
   onPublish(e: StoredEvent): void;
 }
 
@@ -328,6 +328,8 @@ export class SessionHost {
   private cacheStart = 0;
   private cacheFirstSeq = 1;
   private cacheBytes = 0;
+  /** This session's share of the catch-up surplus (cacheBytes beyond the ordinary tail), as counted in opts.catchUp.used. */
+  private catchUpBytes = 0;
   /** Sparse seq → file offset index (see INDEX_EVERY) for reads older than the cache. */
   private index: { seq: number; offset: number }[] = [];
   private closed = false;
@@ -590,13 +592,16 @@ export class SessionHost {
 
   /**
    * Evicts the oldest entries down to cacheBytes — except those a subscriber that is behind still
-   * needs, while they fit in catchUpCacheBytes.
+   * needs, while all sessions' surplus fits in the shared catch-up bound.
    */
   private trimCache(): void {
     let needed = Infinity;
     for (const sub of this.subs) if (!sub.live && !sub.closed && sub.lastSeq + 1 < needed) needed = sub.lastSeq + 1;
-    while (this.cacheBytes > this.opts.cacheBytes && this.cacheBufs.length - this.cacheStart > 1) {
-      if (this.cacheFirstSeq >= needed && this.cacheBytes <= this.opts.catchUpCacheBytes) break;
+    const base = this.opts.cacheBytes;
+    const shared = this.opts.catchUp;
+    const others = shared.used - this.catchUpBytes;
+    while (this.cacheBytes > base && this.cacheBufs.length - this.cacheStart > 1) {
+      if (this.cacheFirstSeq >= needed && others + this.cacheBytes - base <= shared.limit) break;
       const i = this.cacheStart;
       this.cacheBytes -= this.cachedSize(i);
       this.cacheBufs[i] = undefined;
@@ -611,6 +616,8 @@ export class SessionHost {
       this.cacheExtras = this.cacheExtras.slice(this.cacheStart);
       this.cacheStart = 0;
     }
+    this.catchUpBytes = Math.max(0, this.cacheBytes - base);
+    shared.used = others + this.catchUpBytes;
   }
 
   /** Bytes of recent events held in memory (the in-memory tail, with what behind subscribers still need). */
@@ -831,6 +838,8 @@ export class SessionHost {
     this.closed = true;
     for (const s of this.subs) s.closed = true;
     this.subs.clear();
+    this.opts.catchUp.used -= this.catchUpBytes;
+    this.catchUpBytes = 0;
     await this.journal.close();
     this.writeMeta(true);
   }

@@ -119,9 +119,9 @@ describe('runtime', () => {
     await rt.close();
   });
 
-  it('keeps what a paused subscriber still needs in memory (up to catchUpCacheBytesPerSession) and lets it go once it caught up', async () => {
+  it('keeps what a paused subscriber still needs in memory (up to catchUpCacheBytes) and lets it go once it caught up', async () => {
     const d = setupDir();
-    const { rt, ended } = await open(d, { cacheBytesPerSession: 64 * 1024, catchUpCacheBytesPerSession: 16 * 1024 * 1024 });
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 64 * 1024, catchUpCacheBytes: 16 * 1024 * 1024 });
     const s = await rt.createSession({});
     const host = () => (rt as unknown as { sessions: Map<string, { host?: { cachedBytes: number } }> }).sessions.get(s.id)!.host!;
     let accepting = false;
@@ -152,6 +152,31 @@ describe('runtime', () => {
     expect(host().cachedBytes).toBeLessThanOrEqual(64 * 1024);
     sub.unsubscribe();
     await rt.close().catch(() => {});
+  });
+
+  it('bounds what all sessions keep for subscribers that are behind by one catchUpCacheBytes, and gives it back when a session closes', async () => {
+    const d = setupDir();
+    const base = 64 * 1024;
+    const limit = 2 * 1024 * 1024;
+    const { rt, ended } = await open(d, { cacheBytesPerSession: base, catchUpCacheBytes: limit });
+    type Hosts = { sessions: Map<string, { host?: { cachedBytes: number } }>; hostOpts: { catchUp: { used: number } } };
+    const internals = rt as unknown as Hosts;
+    const surplus = (id: string) => Math.max(0, internals.sessions.get(id)!.host!.cachedBytes - base);
+    const ids: string[] = [];
+    for (const k of ['a', 'b']) {
+      const s = await rt.createSession({});
+      ids.push(s.id);
+      // A subscriber that refuses everything and never gets capacity back: behind for good.
+      await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise(() => {}) });
+      const t = await rt.startTurn(s.id, { text: '60000' }, `k-${k}`);
+      await waitFor(() => ended.get(t.turnId), `burst ${k}`, 30_000);
+    }
+    // The first session took the whole allowance (a few MB of events were behind); the second got what was left.
+    expect(surplus(ids[0]!)).toBeGreaterThan(limit / 2);
+    expect(surplus(ids[0]!) + surplus(ids[1]!)).toBeLessThanOrEqual(limit);
+    expect(internals.hostOpts.catchUp.used).toBe(surplus(ids[0]!) + surplus(ids[1]!));
+    await rt.close();
+    expect(internals.hostOpts.catchUp.used).toBe(0);
   });
 
   it('delivers every event exactly once, in order, to a subscriber replaying a 100,000-event session from seq 1 while events keep coming', async () => {

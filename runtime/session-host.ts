@@ -257,6 +257,8 @@ export interface HostOptions {
 
 /** The sparse index gets an entry every INDEX_EVERY events or INDEX_BYTES of journal, whichever comes first, so a seek reads at most that much before the event it wants (large output included). */
 const INDEX_EVERY = 64;
+/** A subscriber waiting for capacity this long holds no events in the catch-up cache (see waitForCapacity). */
+const CATCHUP_STALL_MS = 200;
 const INDEX_BYTES = 256 * 1024;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
 const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
@@ -291,6 +293,8 @@ class Subscription {
   closed = false;
   /** Refused a live event: fed from the backlog until it catches up. */
   paused = false;
+  /** Waiting for capacity for longer than CATCHUP_STALL_MS: it holds nothing in the catch-up cache. */
+  stalled = false;
   constructor(
     readonly sink: SubscriptionSink,
     sinceSeq: number,
@@ -596,7 +600,7 @@ export class SessionHost {
    */
   private trimCache(): void {
     let needed = Infinity;
-    for (const sub of this.subs) if (!sub.live && !sub.closed && sub.lastSeq + 1 < needed) needed = sub.lastSeq + 1;
+    for (const sub of this.subs) if (!sub.live && !sub.closed && !sub.stalled && sub.lastSeq + 1 < needed) needed = sub.lastSeq + 1;
     const base = this.opts.cacheBytes;
     const shared = this.opts.catchUp;
     const others = shared.used - this.catchUpBytes;
@@ -732,7 +736,7 @@ export class SessionHost {
    * up from the journal does not wait for the disk between pages.
    */
   private async replay(sub: Subscription, announce: boolean, waitFirst: boolean): Promise<void> {
-    if (waitFirst && sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
+    if (waitFirst) await this.waitForCapacity(sub);
     let page: StoredEvent[] = [];
     let at = 0;
     let ahead: Promise<StoredEvent[]> | undefined;
@@ -771,7 +775,26 @@ export class SessionHost {
         // Awaited later (or dropped with the subscription): a failure surfaces there, not as unhandled.
         ahead.catch(() => {});
       }
-      if (sub.sink.waitForCapacity) await sub.sink.waitForCapacity();
+      await this.waitForCapacity(sub);
+    }
+  }
+
+  /**
+   * Waits until the sink can take more. One that takes nothing for CATCHUP_STALL_MS (a stopped or
+   * hung reader) stops holding events in the catch-up cache until it moves again.
+   */
+  private async waitForCapacity(sub: Subscription): Promise<void> {
+    if (!sub.sink.waitForCapacity) return;
+    const timer = setTimeout(() => {
+      sub.stalled = true;
+      if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
+    }, CATCHUP_STALL_MS);
+    timer.unref();
+    try {
+      await sub.sink.waitForCapacity();
+    } finally {
+      clearTimeout(timer);
+      sub.stalled = false;
     }
   }
 

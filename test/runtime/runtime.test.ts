@@ -125,17 +125,16 @@ describe('runtime', () => {
     const s = await rt.createSession({});
     const host = () => (rt as unknown as { sessions: Map<string, { host?: { cachedBytes: number } }> }).sessions.get(s.id)!.host!;
     let accepting = false;
-    let open_!: () => void;
-    const gate = new Promise<void>((r) => (open_ = r));
     const seqs: number[] = [];
     let live = false;
     const sub = await rt.subscribe(s.id, 0, {
-      // Refuses from the first event on (paused), until the gate opens.
+      // A reader that is behind but active: it refuses every event until told to take them, and
+      // asks again on every turn of the event loop.
       onEvent: (e) => {
         if (!accepting) return false;
         seqs.push(e.seq);
       },
-      waitForCapacity: () => gate,
+      waitForCapacity: () => new Promise((r) => setImmediate(r)),
       onReplayed: () => (live = true),
     });
     const t = await rt.startTurn(s.id, { text: '50000' }, 'k1');
@@ -145,7 +144,6 @@ describe('runtime', () => {
     // Only memory can feed the subscriber now: the journal is cut back to its header.
     fs.truncateSync(path.join(d, 'sessions', s.id, JOURNAL_FILE), 16);
     accepting = true;
-    open_();
     await waitFor(() => live || undefined, 'the subscriber to catch up', 30_000);
     expect(seqs).toEqual(Array.from({ length: head }, (_, i) => i + 1));
     // Nobody is behind any more: back to the ordinary in-memory tail.
@@ -166,8 +164,8 @@ describe('runtime', () => {
     for (const k of ['a', 'b']) {
       const s = await rt.createSession({});
       ids.push(s.id);
-      // A subscriber that refuses everything and never gets capacity back: behind for good.
-      await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise(() => {}) });
+      // A subscriber that is active but refuses everything: behind for good.
+      await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise((r) => setImmediate(r)) });
       const t = await rt.startTurn(s.id, { text: '60000' }, `k-${k}`);
       await waitFor(() => ended.get(t.turnId), `burst ${k}`, 30_000);
     }
@@ -177,6 +175,22 @@ describe('runtime', () => {
     expect(internals.hostOpts.catchUp.used).toBe(surplus(ids[0]!) + surplus(ids[1]!));
     await rt.close();
     expect(internals.hostOpts.catchUp.used).toBe(0);
+  });
+
+  it('keeps nothing in the catch-up cache for a subscriber that has taken nothing for a while (a stopped reader)', async () => {
+    const d = setupDir();
+    const base = 64 * 1024;
+    const { rt, ended } = await open(d, { cacheBytesPerSession: base, catchUpCacheBytes: 16 * 1024 * 1024 });
+    const s = await rt.createSession({});
+    const host = () => (rt as unknown as { sessions: Map<string, { host?: { cachedBytes: number } }> }).sessions.get(s.id)!.host!;
+    // Refuses, then never has capacity again: like a client stopped with SIGSTOP.
+    const sub = await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise(() => {}) });
+    const t = await rt.startTurn(s.id, { text: '50000' }, 'k1');
+    await waitFor(() => ended.get(t.turnId), 'the burst', 30_000);
+    // Within a moment of stalling (CATCHUP_STALL_MS), with no new event to prompt it, the surplus goes.
+    await waitFor(() => host().cachedBytes <= base || undefined, 'the catch-up cache to be released', 5_000);
+    sub.unsubscribe();
+    await rt.close();
   });
 
   it('delivers every event exactly once, in order, to a subscriber replaying a 100,000-event session from seq 1 while events keep coming', async () => {

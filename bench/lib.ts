@@ -160,8 +160,9 @@ export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env
       else messages.push(msg);
     }
   });
+  // 'close', not 'exit': a worker's last line may still be in its stdout pipe when 'exit' fires.
   const exited = new Promise<number | null>((resolve) =>
-    proc.once('exit', (code) => {
+    proc.once('close', (code) => {
       exitCode = code;
       live.delete(proc);
       resolve(code);
@@ -180,10 +181,10 @@ export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env
           clearTimeout(timer);
           reject(new Error(`bench worker "${args.join(' ')}" exited with ${code} before answering`));
         };
-        proc.once('exit', onExit);
+        proc.once('close', onExit);
         waiters.push((msg) => {
           clearTimeout(timer);
-          proc.off('exit', onExit);
+          proc.off('close', onExit);
           if (typeof msg.error === 'string') reject(new Error(`bench worker "${args.join(' ')}": ${msg.error}`));
           else resolve(msg);
         });

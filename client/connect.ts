@@ -61,7 +61,6 @@ export function envFor(opts: { home?: string; env?: NodeJS.ProcessEnv }): NodeJS
   return env;
 }
 
-/** The compiled daemon entry point, found next to this module (dist/) or in the package's dist/. */
 /**
  * Node flags the daemon runs with. V8 sizes a small heap's collection limits from the live heap, and
  * counts buffers (journal arenas, socket and file buffers) against them: a daemon whose live heap
@@ -71,6 +70,7 @@ export function envFor(opts: { home?: string; env?: NodeJS.ProcessEnv }): NodeJS
  */
 export const DAEMON_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64'];
 
+/** The compiled daemon entry point, found next to this module (dist/) or in the package's dist/. */
 export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.ASTRA_DAEMON_ENTRY) return env.ASTRA_DAEMON_ENTRY;
   const here = path.dirname(fileURLToPath(import.meta.url));

@@ -17,14 +17,15 @@
 // but the bounded socket queue. Only a connection that makes no progress gets `session/lagged`:
 // when more than maxQueuedBytes of events were published for a paused subscriber since its
 // connection last took any data (Connection.progress), it is dropped and resubscribes from
-// resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from the journal.
+// resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from memory or
+// the journal.
 import { AstraError } from '../protocol/index.js';
 import { encode } from '../ipc/index.js';
 import type { Runtime, StoredEvent } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
 export interface SubscriptionLimits {
-  /** Bytes of events a paused subscriber may miss without its connection draining before it is dropped as lagged. */
+  /** Bytes of events a paused subscriber may miss while its connection takes no data before it is dropped as lagged. */
   maxQueuedBytes: number;
   /** Subscriptions one connection may hold. */
   maxSubscriptionsPerConnection: number;
@@ -77,8 +78,6 @@ function arrayHeader(n: number): Buffer {
   b.writeUInt32BE(n, 1);
   return b;
 }
-
-
 
 type Phase = 'replaying' | 'live' | 'paused';
 

@@ -115,6 +115,7 @@ export class Connection {
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
   private queueWaiters: { below: number; resolve: () => void }[] = [];
+  private writesDone = 0;
   private readonly afterWriteBound = () => {
     this.writesDone++;
     this.pump(false);
@@ -165,8 +166,6 @@ export class Connection {
     socket.on('close', () => this.finish());
     if (socket.destroyed) queueMicrotask(() => this.finish());
   }
-
-  private writesDone = 0;
 
   /** Socket writes completed so far: it changes whenever the peer is taking data (progress, however slow). */
   get progress(): number {

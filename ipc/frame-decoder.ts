@@ -15,11 +15,11 @@ export interface FrameDecoderOptions {
 }
 
 const State = { Header: 0, Payload: 1 } as const;
+type State = (typeof State)[keyof typeof State];
 /** A frame with at least this much still to come is read into its own buffer (direct reads). */
 const DIRECT_READ_MIN_BYTES = 64 * 1024;
 /** Size of the read buffer otherwise (what Node reads a socket into by default). */
 const READ_BYTES = 64 * 1024;
-type State = (typeof State)[keyof typeof State];
 
 export class FrameDecoder {
   private readonly maxPayloadBytes: number;
@@ -57,11 +57,10 @@ export class FrameDecoder {
   // read by the kernel straight into that frame's own buffer — no 64 KiB buffer per read, no copy
   // to join them. Everything else goes through push().
   private direct: Buffer | undefined;
-  private directTarget = false;
   /** Reused for every other read; what was read is copied out, at its size (small reads come from Node's pool). */
   private scratch: Buffer | undefined;
 
-  /** Where the socket should read next: the rest of a large frame in progress, else a fresh buffer. */
+  /** Where the socket should read next: the rest of a large frame in progress, else the reused read buffer. */
   readTarget(): Buffer {
     // Once a frame is read directly, it is until its last byte.
     if (this.direct || (!this.stopped && this.state === State.Payload && this.payloadLength - this.buffered >= DIRECT_READ_MIN_BYTES)) {
@@ -73,10 +72,8 @@ export class FrameDecoder {
         this.buffered = have;
         this.direct = frame;
       }
-      this.directTarget = true;
       return this.direct.subarray(this.buffered);
     }
-    this.directTarget = false;
     // A fresh 64 KiB buffer per read would stay that size until collected (Node's own reads shrink
     // theirs to what was read): a round trip's every small response would cost 64 KiB of memory.
     return (this.scratch ??= Buffer.allocUnsafeSlow(READ_BYTES));
@@ -85,7 +82,8 @@ export class FrameDecoder {
   /** `n` bytes were read into the buffer readTarget() returned last (`buf`). */
   readDone(n: number, buf: Buffer): void {
     if (this.stopped || n <= 0) return;
-    if (!this.directTarget || !this.direct) {
+    if (!this.direct) {
+      // The reused buffer is read into again next time: keep a copy of what came.
       this.push(buf === this.scratch ? Buffer.from(buf.subarray(0, n)) : buf.subarray(0, n));
       return;
     }
@@ -94,9 +92,7 @@ export class FrameDecoder {
       const frame = this.direct;
       this.direct = undefined;
       this.buffered = 0;
-      this.state = State.Header;
-      this.completed++;
-      this.onFrame(frame);
+      this.emitFrame(frame);
     }
     if (!this.stopped) this.watchPartialFrame();
   }
@@ -122,12 +118,15 @@ export class FrameDecoder {
         this.state = State.Payload;
       }
       if (this.buffered < this.payloadLength) break;
-      const payload = this.consume(this.payloadLength);
-      this.state = State.Header;
-      this.completed++;
-      this.onFrame(payload);
+      this.emitFrame(this.consume(this.payloadLength));
     }
     if (!this.stopped) this.watchPartialFrame();
+  }
+
+  private emitFrame(payload: Buffer): void {
+    this.state = State.Header;
+    this.completed++;
+    this.onFrame(payload);
   }
 
   /** Stops decoding and drops what is buffered. */

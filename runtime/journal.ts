@@ -109,11 +109,19 @@ function kindCrc(kind: number): number {
   return c;
 }
 
+/**
+ * Writes a record's length (kind + `bodyLength` bytes), kind and `body` at `at`; the checksum
+ * (bytes 4–8) is the caller's to write, and any bytes of the body past `body` too.
+ */
+function writeRecordHead(buf: Buffer, at: number, kind: number, bodyLength: number, body: Uint8Array): void {
+  buf.writeUInt32BE(1 + bodyLength, at);
+  buf[at + 8] = kind;
+  buf.set(body, at + 9);
+}
+
 export function encodeRecord(kind: number, body: Uint8Array): Buffer {
   const rec = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
-  rec.writeUInt32BE(1 + body.length, 0);
-  rec[8] = kind;
-  rec.set(body, 9);
+  writeRecordHead(rec, 0, kind, body.length, body);
   rec.writeUInt32BE(crc32(rec.subarray(8)), 4);
   return rec;
 }
@@ -288,9 +296,7 @@ export class SessionJournal {
       this.sealArena();
       if (payload) {
         const head = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
-        head.writeUInt32BE(1 + len, 0);
-        head[8] = kind;
-        head.set(body, 9);
+        writeRecordHead(head, 0, kind, len, body);
         head.writeUInt32BE(crc32(payload, crc32(body, kindCrc(kind))), 4);
         const extra = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.length);
         this.pending.push(head, extra);
@@ -315,9 +321,7 @@ export class SessionJournal {
     }
     const a = this.arena;
     const at = this.arenaEnd;
-    a.writeUInt32BE(1 + len, at);
-    a[at + 8] = kind;
-    a.set(body, at + 9);
+    writeRecordHead(a, at, kind, len, body);
     // The checksum covers kind + body (+ payload): chained from the kind byte's CRC, no slicing.
     let crc = crc32(body, kindCrc(kind));
     if (payload) {

@@ -257,9 +257,9 @@ export interface HostOptions {
 
 /** The sparse index gets an entry every INDEX_EVERY events or INDEX_BYTES of journal, whichever comes first, so a seek reads at most that much before the event it wants (large output included). */
 const INDEX_EVERY = 64;
+const INDEX_BYTES = 256 * 1024;
 /** A subscriber waiting for capacity this long holds no events in the catch-up cache (see waitForCapacity). */
 const CATCHUP_STALL_MS = 200;
-const INDEX_BYTES = 256 * 1024;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
 const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
 /** A journal record's bytes beyond its body: length, checksum, kind. */
@@ -591,14 +591,15 @@ export class SessionHost {
     this.cacheEnds.push(end);
     this.cacheExtras.push(extra);
     this.cacheBytes += this.cachedSize(this.cacheBufs.length - 1);
-    if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
+    this.trimCache();
   }
 
   /**
    * Evicts the oldest entries down to cacheBytes — except those a subscriber that is behind still
-   * needs, while all sessions' surplus fits in the shared catch-up bound.
+   * needs, while all sessions' surplus fits in the shared catch-up bound. A no-op within cacheBytes.
    */
   private trimCache(): void {
+    if (this.cacheBytes <= this.opts.cacheBytes) return;
     let needed = Infinity;
     for (const sub of this.subs) if (!sub.live && !sub.closed && !sub.stalled && sub.lastSeq + 1 < needed) needed = sub.lastSeq + 1;
     const base = this.opts.cacheBytes;
@@ -666,12 +667,12 @@ export class SessionHost {
       else hi = mid - 1;
     }
     let offset = this.index[lo]!.offset;
+    const minWindow = Math.max(maxBytes, 64 * 1024);
     // A large record has index entries on both sides (INDEX_BYTES): the first read takes it whole.
-    const nextIndexed = this.index[lo + 1]?.offset ?? offset;
-    let window = Math.max(maxBytes, 64 * 1024, nextIndexed - offset);
+    let window = Math.max(minWindow, (this.index[lo + 1]?.offset ?? offset) - offset);
     for (;;) {
       const { records, nextOffset } = await this.journal.readRecords(offset, window);
-      window = Math.max(maxBytes, 64 * 1024);
+      window = minWindow;
       if (records.length === 0) return out;
       for (const rec of records) {
         if (rec.kind !== RecordKind.event) continue;
@@ -716,7 +717,7 @@ export class SessionHost {
       unsubscribe: () => {
         sub.closed = true;
         this.subs.delete(sub);
-        if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
+        this.trimCache();
       },
     };
   }
@@ -752,7 +753,7 @@ export class SessionHost {
         sub.live = true;
         sub.paused = false;
         // What was kept in memory for it may go now.
-        if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
+        this.trimCache();
         if (announce) sub.sink.onReplayed?.(sub.lastSeq);
         else sub.sink.onResumed?.(sub.lastSeq);
         return;
@@ -787,7 +788,7 @@ export class SessionHost {
     if (!sub.sink.waitForCapacity) return;
     const timer = setTimeout(() => {
       sub.stalled = true;
-      if (this.cacheBytes > this.opts.cacheBytes) this.trimCache();
+      this.trimCache();
     }, CATCHUP_STALL_MS);
     timer.unref();
     try {

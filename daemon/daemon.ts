@@ -58,6 +58,8 @@ export interface DaemonOptions {
   maxQueuedBytes?: number;
   /** Bytes of events all sessions together keep in memory for subscribers that are behind (RuntimeOptions.catchUpCacheBytes). */
   catchUpCacheBytes?: number;
+  /** Large journal records with direct I/O (RuntimeOptions.journalDirectIO); env ASTRA_JOURNAL_DIRECT_IO=0 turns it off. */
+  journalDirectIO?: boolean;
   slowConsumerMs?: number;
   /** A connection that sends nothing (not even ping) for this long is closed. */
   silentConnectionMs?: number;
@@ -77,6 +79,14 @@ const INSTANCE_LOCK = {
 };
 
 export type StopReason = 'shutdown' | 'signal' | 'idle' | 'replaced' | 'error';
+
+function flagFromEnv(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === '1' || raw === 'true' || raw === 'on') return true;
+  if (raw === '0' || raw === 'false' || raw === 'off') return false;
+  throw new AstraError('invalid_params', `${name} must be 1 or 0 (on or off), got "${raw}"`);
+}
 
 function numberFromEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const raw = env[name];
@@ -109,6 +119,7 @@ export class Daemon {
       | 'maxInputChars'
       | 'sessionUnloadMs'
       | 'catchUpCacheBytes'
+      | 'journalDirectIO'
     >
   >;
   private readonly engines: Record<string, Engine>;
@@ -150,6 +161,7 @@ export class Daemon {
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
       sessionUnloadMs: opts.sessionUnloadMs ?? numberFromEnv(env, 'ASTRA_SESSION_UNLOAD_MS') ?? 10 * 60_000,
       catchUpCacheBytes: opts.catchUpCacheBytes ?? numberFromEnv(env, 'ASTRA_CATCHUP_CACHE_BYTES') ?? 64 * 1024 * 1024,
+      journalDirectIO: opts.journalDirectIO ?? flagFromEnv(env, 'ASTRA_JOURNAL_DIRECT_IO') ?? true,
     };
     this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
@@ -209,6 +221,7 @@ export class Daemon {
       // Journal bodies in the wire's encoding: they go out to subscribers as they are.
       packEventBody,
       catchUpCacheBytes: this.cfg.catchUpCacheBytes,
+      journalDirectIO: this.cfg.journalDirectIO,
     });
     this.hub = new SubscriptionHub(this.runtime, {
       maxQueuedBytes: this.cfg.maxQueuedBytes,

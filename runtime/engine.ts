@@ -12,8 +12,14 @@ export interface EngineContext {
   /**
    * Appends an event to the session (journal first, then subscribers), in call order. A
    * command.output `data` buffer may be kept by reference (not copied): do not change it afterwards.
+   * Returns false when more than 16 MiB of events wait for the disk (large output coming faster than
+   * the journal writes it): an engine that can wait should then await drained() before emitting
+   * more, as with a Node stream's write() and 'drain'. The event is appended either way; an engine
+   * that goes on regardless is held back by synchronous journal writes once 32 MiB wait.
    */
-  emit<T extends EventType>(type: T, data: EventData<T>): void;
+  emit<T extends EventType>(type: T, data: EventData<T>): boolean;
+  /** Resolves once fewer than 16 MiB of the session's events wait for the disk (at once when that is already so). */
+  drained(): Promise<void>;
   /** Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first. */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;
 }

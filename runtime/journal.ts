@@ -9,15 +9,24 @@
 // (the caller flushes once per tick, so a burst of streamed events costs one syscall); sync() flushes
 // and fsyncs, coalescing concurrent callers onto one fsync. A SIGKILL cannot tear a writeSync to a
 // regular file, so torn tails come from power loss or outside damage; both are truncated on open.
+//
+// Large records (format 2): a record over OWN_BUFFER_BYTES that carries a payload is written with
+// O_DIRECT (see direct-io.ts), asynchronously, from a page-aligned staging buffer, at a page-aligned
+// offset; pad records (kind 4, skipped by every reader) fill the gaps before and after it. Writes stay
+// strictly in file order: while a direct write is in flight, what is appended after it waits, and
+// `size` (what readers may read) only counts bytes whose write has completed. `onWritten` tells the
+// owner when an asynchronous write has completed.
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { AstraError } from '../protocol/index.js';
 import { crc32 } from './crc32.js';
+import { DIRECT_ALIGN, STAGE_BYTES, directIOUsable, giveStage, openDirect, padTo, refuseDirectIO, takeStage } from './direct-io.js';
 import type { RuntimeLogger } from './logger.js';
 
 export const JOURNAL_MAGIC = Buffer.from('ASTRAJNL', 'latin1');
-export const JOURNAL_FORMAT_VERSION = 1;
+/** 2: may contain pad records (kind 4) around large records written with direct I/O. Format 1 files are read and appended to as format 1. */
+export const JOURNAL_FORMAT_VERSION = 2;
 export const JOURNAL_HEADER_BYTES = 16;
 export const RECORD_HEADER_BYTES = 8;
 /** A record longer than this is treated as corruption rather than allocated. */
@@ -27,6 +36,8 @@ export const RecordKind = {
   event: 1,
   idempotency: 2,
   settings: 3,
+  /** Fills the gap before and after a direct-written record; never handed to readers. */
+  pad: 4,
 } as const;
 export type RecordKindValue = (typeof RecordKind)[keyof typeof RecordKind];
 
@@ -39,7 +50,12 @@ export interface ScannedRecord {
   size: number;
 }
 
-export interface JournalOpenOptions {
+export interface JournalWriteOptions {
+  /** Write large records with O_DIRECT where the file system takes it (default true). */
+  directIO?: boolean;
+}
+
+export interface JournalOpenOptions extends JournalWriteOptions {
   logger: RuntimeLogger;
   /** Called for each valid record in order. Return false to treat this record as the start of a corrupt tail. */
   onRecord(rec: ScannedRecord): boolean | void;
@@ -56,7 +72,7 @@ function encodeHeader(version: number): Buffer {
   return h;
 }
 
-function checkHeader(file: string, h: Buffer): void {
+function checkHeader(file: string, h: Buffer): number {
   if (h.length < JOURNAL_HEADER_BYTES || !h.subarray(0, 8).equals(JOURNAL_MAGIC))
     throw new AstraError('journal_corrupt', `${file} is not an Astra journal (bad magic). Move it aside to recover the other sessions.`, { file });
   const version = h.readUInt16BE(8);
@@ -69,6 +85,7 @@ function checkHeader(file: string, h: Buffer): void {
       { file, formatVersion: version, supportedVersion: JOURNAL_FORMAT_VERSION },
     );
   if (version < 1) throw new AstraError('journal_corrupt', `${file} has an invalid format version ${version}.`, { file });
+  return version;
 }
 
 /** Records are queued in arenas of this size (a tick's worth of small events in one buffer). */
@@ -99,6 +116,9 @@ export function writeAllSync(fd: number, bufs: readonly Buffer[], position: numb
   return at - position;
 }
 
+/** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously. */
+const MAX_QUEUED_BEHIND = 32 * 1024 * 1024;
+
 /** writev takes at most this many buffers at once (Linux's IOV_MAX). */
 const IOV_MAX = 1024;
 
@@ -117,6 +137,25 @@ function writeRecordHead(buf: Buffer, at: number, kind: number, bodyLength: numb
   buf.writeUInt32BE(1 + bodyLength, at);
   buf[at + 8] = kind;
   buf.set(body, at + 9);
+}
+
+/** Writes a pad record of `size` bytes (≥ RECORD_HEADER_BYTES + 1) at `at`. */
+function writePad(buf: Buffer, at: number, size: number): void {
+  buf.writeUInt32BE(size - RECORD_HEADER_BYTES, at);
+  buf[at + RECORD_HEADER_BYTES] = RecordKind.pad;
+  buf.fill(0, at + RECORD_HEADER_BYTES + 1, at + size);
+  buf.writeUInt32BE(crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + size)), at + 4);
+}
+
+/** The smallest pad record: header and kind byte. */
+const MIN_PAD = RECORD_HEADER_BYTES + 1;
+
+/** A large record queued for a direct write: its head (length, checksum, kind, body) and payload, then `bytes - head - payload` of pad. */
+interface DirectRecord {
+  at: number;
+  head: Buffer;
+  payload: Buffer;
+  bytes: number;
 }
 
 export function encodeRecord(kind: number, body: Uint8Array): Buffer {
@@ -144,7 +183,7 @@ function parseRecords(
     if (buf.length - pos - RECORD_HEADER_BYTES < len) break;
     const payload = buf.subarray(pos + RECORD_HEADER_BYTES, pos + RECORD_HEADER_BYTES + len);
     if (verify && crc32(payload) !== buf.readUInt32BE(pos + 4)) return { consumed: pos, bad: 'checksum mismatch' };
-    const ok = fn({ kind: payload[0]!, body: payload.subarray(1), offset: baseOffset + pos, size: RECORD_HEADER_BYTES + len });
+    const ok = payload[0] === RecordKind.pad || fn({ kind: payload[0]!, body: payload.subarray(1), offset: baseOffset + pos, size: RECORD_HEADER_BYTES + len });
     if (!ok) return { consumed: pos, bad: 'record rejected by reader' };
     pos += RECORD_HEADER_BYTES + len;
   }
@@ -166,8 +205,18 @@ export class SessionJournal {
   /** Bytes on disk (written, maybe not yet fsynced). */
   private written: number;
   private synced: number;
-  private pending: Buffer[] = [];
+  /** Queued bytes in file order: buffers written through the page cache, and large records written directly. */
+  private pending: (Buffer | DirectRecord)[] = [];
   private pendingBytes = 0;
+  /** O_DIRECT descriptor for large records; undefined when they go through the page cache. */
+  private directFd: number | undefined;
+  /** The direct write in flight (resolves when it has completed, failed or not), and its size. */
+  private inFlight: Promise<void> | undefined;
+  private inFlightBytes = 0;
+  /** Bytes written synchronously past the direct write in flight (see flush). */
+  private ahead = 0;
+  /** Called after an asynchronous write has completed and what was queued behind it was written, with the error if one failed. */
+  onWritten: ((err?: Error) => void) | undefined;
   private arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
   private arenaStart = 0;
   private arenaEnd = 0;
@@ -175,15 +224,16 @@ export class SessionJournal {
   private closed = false;
   private failure: Error | undefined;
 
-  private constructor(file: string, fd: number, size: number) {
+  private constructor(file: string, fd: number, size: number, direct: boolean) {
     this.file = file;
     this.fd = fd;
     this.written = size;
     this.synced = size;
+    if (direct) this.directFd = openDirect(file);
   }
 
   /** Creates a new journal (fails if the file exists), fsyncing the file and its directory. */
-  static async create(file: string): Promise<SessionJournal> {
+  static async create(file: string, opts: JournalWriteOptions = {}): Promise<SessionJournal> {
     const fd = fs.openSync(file, 'wx+', 0o600);
     try {
       fs.writeSync(fd, encodeHeader(JOURNAL_FORMAT_VERSION));
@@ -193,7 +243,7 @@ export class SessionJournal {
       throw e;
     }
     await fsyncDir(path.dirname(file));
-    return new SessionJournal(file, fd, JOURNAL_HEADER_BYTES);
+    return new SessionJournal(file, fd, JOURNAL_HEADER_BYTES, opts.directIO !== false);
   }
 
   /**
@@ -207,7 +257,7 @@ export class SessionJournal {
       const size = fs.fstatSync(fd).size;
       const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
       const got = fs.readSync(fd, header, 0, JOURNAL_HEADER_BYTES, 0);
-      checkHeader(file, header.subarray(0, got));
+      const version = checkHeader(file, header.subarray(0, got));
 
       let offset = JOURNAL_HEADER_BYTES;
       let carry: Buffer = Buffer.alloc(0);
@@ -246,7 +296,8 @@ export class SessionJournal {
         fs.ftruncateSync(fd, goodEnd);
         fs.fsyncSync(fd);
       }
-      return new SessionJournal(file, fd, goodEnd);
+      // A format 1 file stays format 1: no pad records, so no direct writes.
+      return new SessionJournal(file, fd, goodEnd, opts.directIO !== false && version >= 2);
     } catch (e) {
       fs.closeSync(fd);
       throw e;
@@ -259,12 +310,17 @@ export class SessionJournal {
   }
 
   get hasPending(): boolean {
-    return this.pendingBytes > 0;
+    return this.pendingBytes > 0 || this.inFlight !== undefined;
   }
 
-  /** The file offset the next appended record will occupy. */
+  /** The file offset where the next appended record will go (a pad may come first). */
   get nextOffset(): number {
-    return this.written + this.pendingBytes;
+    return this.written + this.inFlightBytes + this.ahead + this.pendingBytes;
+  }
+
+  /** Whether large records are written with direct I/O. */
+  get direct(): boolean {
+    return this.directFd !== undefined && directIOUsable();
   }
 
   /**
@@ -282,24 +338,27 @@ export class SessionJournal {
    * never reused). Records are written straight into an arena (no buffer per record, no
    * concatenation at flush); bytes once written there are never rewritten — a full arena is
    * replaced, not reused. Records past OWN_BUFFER_BYTES get a buffer of their own; their payload is
-   * not copied at all: it is written from the caller's buffer (which must not change afterwards) and
-   * becomes lastExtra.
+   * not copied at all: it is kept by the journal until written (directly, where it can) from the
+   * caller's buffer, which must not change afterwards, and becomes lastExtra.
    */
   append(kind: number, body: Uint8Array, payload?: Uint8Array): void {
     if (this.closed) throw new AstraError('internal_error', `journal ${this.file} is closed`);
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
     const len = body.length + (payload ? payload.length : 0);
     const n = RECORD_HEADER_BYTES + 1 + len;
-    this.pendingBytes += n;
     this.lastExtra = undefined;
     if (n > OWN_BUFFER_BYTES) {
-      this.sealArena();
       if (payload) {
         const head = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
         writeRecordHead(head, 0, kind, len, body);
         head.writeUInt32BE(crc32(payload, crc32(body, kindCrc(kind))), 4);
         const extra = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.length);
-        this.pending.push(head, extra);
+        if (this.direct && n + 2 * DIRECT_ALIGN <= STAGE_BYTES) this.queueDirect(head, extra, n);
+        else {
+          this.sealArena();
+          this.pending.push(head, extra);
+          this.pendingBytes += n;
+        }
         this.lastBuf = head;
         this.lastStart = RECORD_HEADER_BYTES + 1;
         this.lastEnd = head.length;
@@ -307,12 +366,15 @@ export class SessionJournal {
         return;
       }
       const rec = encodeRecord(kind, body);
+      this.sealArena();
       this.pending.push(rec);
+      this.pendingBytes += n;
       this.lastBuf = rec;
       this.lastStart = RECORD_HEADER_BYTES + 1;
       this.lastEnd = rec.length;
       return;
     }
+    this.pendingBytes += n;
     if (this.arenaEnd + n > this.arena.length) {
       this.sealArena();
       // Output chunks of 64 KiB share 4 MiB arenas: one allocation per 64 of them, not one each.
@@ -335,6 +397,26 @@ export class SessionJournal {
     this.lastEnd = at + n;
   }
 
+  /** Queues a large record for a direct write at the next aligned offset, with pad records before (in the arena) and after it (in the staging buffer). */
+  private queueDirect(head: Buffer, payload: Buffer, n: number): void {
+    const before = padTo(this.nextOffset, MIN_PAD);
+    if (before > 0) {
+      this.pendingBytes += before;
+      if (this.arenaEnd + before > this.arena.length) {
+        this.sealArena();
+        this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
+        this.arenaStart = this.arenaEnd = 0;
+      }
+      writePad(this.arena, this.arenaEnd, before);
+      this.arenaEnd += before;
+    }
+    this.sealArena();
+    const at = this.nextOffset;
+    const bytes = n + padTo(at + n, MIN_PAD);
+    this.pending.push({ at, head, payload, bytes });
+    this.pendingBytes += bytes;
+  }
+
   private sealArena(): void {
     if (this.arenaEnd > this.arenaStart) {
       this.pending.push(this.arena.subarray(this.arenaStart, this.arenaEnd));
@@ -342,28 +424,133 @@ export class SessionJournal {
     }
   }
 
-  /** Writes everything queued with one write. Throws (and poisons the journal) on I/O failure. */
+  /**
+   * Writes what is queued, in order: buffered bytes with one write, up to the first large record,
+   * whose direct write is started; what comes after it is written when it completes. While a direct
+   * write is in flight, this does nothing — unless more than MAX_QUEUED_BEHIND bytes wait behind it:
+   * those are written at once, synchronously, past it (a producer faster than the disk is held back
+   * rather than buffered without bound). Throws (and poisons the journal) on I/O failure.
+   */
   flush(): void {
     if (this.pendingBytes === 0) return;
     if (this.failure) throw this.failure;
     this.sealArena();
-    const bufs = this.pending;
-    const n = this.pendingBytes;
-    this.pending = [];
-    this.pendingBytes = 0;
+    if (this.inFlight) {
+      if (this.pendingBytes >= MAX_QUEUED_BEHIND) this.writeAhead();
+      return;
+    }
+    const list = this.pending;
+    let k = 0;
+    let n = 0;
+    while (k < list.length && Buffer.isBuffer(list[k])) n += (list[k++] as Buffer).length;
+    const direct = list[k] as DirectRecord | undefined;
+    this.pending = direct ? list.slice(k + 1) : [];
+    this.pendingBytes -= n + (direct ? direct.bytes : 0);
+    this.guard(() => {
+      if (n > 0) writeAllSync(this.fd, k === list.length ? (list as Buffer[]) : (list.slice(0, k) as Buffer[]), this.written);
+    });
+    this.written += n;
+    if (direct) this.writeDirect(direct);
+  }
+
+  /** Runs a write; a failure poisons the journal (a partial write leaves bytes the next open truncates as a torn tail). */
+  private guard(write: () => void): void {
     try {
-      writeAllSync(this.fd, bufs, this.written);
+      write();
     } catch (e) {
-      // A partial write leaves bytes we may not own; the next open truncates them as a torn tail.
       this.failure = e as Error;
       throw e;
     }
-    this.written += n;
+  }
+
+  /** Writes everything queued synchronously, past the direct write in flight and what was written ahead of it before. */
+  private writeAhead(): void {
+    const list = this.pending;
+    let at = this.written + this.inFlightBytes + this.ahead;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.guard(() => {
+      for (let k = 0; k < list.length; ) {
+        const bufs: Buffer[] = [];
+        while (k < list.length && Buffer.isBuffer(list[k])) bufs.push(list[k++] as Buffer);
+        if (bufs.length > 0) at += writeAllSync(this.fd, bufs, at);
+        const d = list[k++] as DirectRecord | undefined;
+        if (!d) break;
+        const stage = this.stage(d);
+        try {
+          let done = 0;
+          try {
+            done = fs.writeSync(this.directFd!, stage, 0, d.bytes, d.at);
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
+            refuseDirectIO();
+          }
+          if (done < d.bytes) writeAllSync(this.fd, [stage.subarray(done, d.bytes)], d.at + done);
+        } finally {
+          giveStage(stage);
+        }
+        at += d.bytes;
+      }
+    });
+    this.ahead = at - (this.written + this.inFlightBytes);
+  }
+
+  /** A staging buffer holding `d` as it goes to disk: head, payload, trailing pad. */
+  private stage(d: DirectRecord): Buffer {
+    const stage = takeStage();
+    const payloadEnd = d.head.length + d.payload.length;
+    stage.set(d.head, 0);
+    stage.set(d.payload, d.head.length);
+    if (d.bytes > payloadEnd) writePad(stage, payloadEnd, d.bytes - payloadEnd);
+    return stage;
+  }
+
+  /** Starts the direct write of `d` (at `written`) on the thread pool; on completion, writes what was queued behind it. */
+  private writeDirect(d: DirectRecord): void {
+    const stage = this.stage(d);
+    this.inFlightBytes = d.bytes;
+    this.inFlight = new Promise<void>((resolve) => {
+      fs.write(this.directFd!, stage, 0, d.bytes, d.at, (err, done) => {
+        try {
+          if (err && err.code === 'EINVAL') {
+            // The kernel would not take this alignment: write through the page cache from now on.
+            refuseDirectIO();
+            done = 0;
+            err = null;
+          }
+          if (err) this.failure = err;
+          // A short write (or a refused one) is finished through the page cache.
+          else if (done < d.bytes) writeAllSync(this.fd, [stage.subarray(done, d.bytes)], d.at + done);
+        } catch (e) {
+          this.failure = e as Error;
+        }
+        giveStage(stage);
+        if (!this.failure) this.written += d.bytes + this.ahead;
+        this.inFlight = undefined;
+        this.inFlightBytes = 0;
+        this.ahead = 0;
+        resolve();
+        let failure = this.failure;
+        if (!failure) {
+          try {
+            this.flush();
+          } catch (e) {
+            failure = e as Error;
+          }
+        }
+        this.onWritten?.(failure);
+      });
+    });
   }
 
   /** Flushes and fsyncs; concurrent callers share one fsync where they can. */
   async sync(): Promise<void> {
     this.flush();
+    while (this.inFlight) {
+      await this.inFlight;
+      if (this.failure) throw this.failure;
+      this.flush();
+    }
     const target = this.written;
     while (this.synced < target) {
       if (this.failure) throw this.failure;
@@ -431,6 +618,7 @@ export class SessionJournal {
     } finally {
       this.closed = true;
       fs.closeSync(this.fd);
+      if (this.directFd !== undefined) fs.closeSync(this.directFd);
     }
   }
 }

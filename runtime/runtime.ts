@@ -48,6 +48,12 @@ export interface RuntimeOptions {
    * of all sessions together. Default 64 MiB.
    */
   catchUpCacheBytes?: number;
+  /**
+   * Write large journal records (output events over 1 MiB) with direct I/O (O_DIRECT, Linux), past
+   * the page cache and off the event loop, where the file system takes it. Default true; turn it off
+   * for a disk much slower than memory, where the page cache absorbs bursts of output better.
+   */
+  journalDirectIO?: boolean;
   logger?: RuntimeLogger;
   now?: () => number;
   /**
@@ -78,6 +84,8 @@ export type { SubscriptionSink };
 
 const SESSION_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const DEFAULT_READ_MAX_BYTES = 7 * 1024 * 1024;
+/** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */
+const BACKLOG_HIGH_WATER = 16 * 1024 * 1024;
 const DEFAULT_READ_LIMIT = 1000;
 const MAX_LIST_LIMIT = 1000;
 
@@ -168,6 +176,7 @@ export class Runtime {
       groupCommitMs: opts.groupCommitMs ?? 5,
       cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
       catchUp: { limit: opts.catchUpCacheBytes ?? 64 * 1024 * 1024, used: 0 },
+      directIO: opts.journalDirectIO ?? true,
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {
@@ -491,7 +500,7 @@ export class Runtime {
       approvalPolicy: host.meta.approvalPolicy,
       signal: abort.signal,
       emit: (type, data) => {
-        if (turn.ended || this.closed) return;
+        if (turn.ended || this.closed) return true;
         try {
           if (type === 'command.output') {
             const d = data as EventData<'command.output'>;
@@ -499,14 +508,16 @@ export class Runtime {
             if (d.data.length > max) {
               for (let off = 0; off < d.data.length; off += max)
                 host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
-              return;
+              return host.backlogBytes < BACKLOG_HIGH_WATER;
             }
           }
           host.appendStored(type, data);
         } catch (e) {
           this.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
         }
+        return host.backlogBytes < BACKLOG_HIGH_WATER;
       },
+      drained: () => host.drained(BACKLOG_HIGH_WATER),
       requestApproval: (req) => this.requestApproval(host, turnId, abort.signal, req),
     };
     let result: EngineResult;

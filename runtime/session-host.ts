@@ -252,6 +252,8 @@ export interface HostOptions {
   cacheBytes: number;
   /** Shared by all sessions: the bound on their catch-up surplus and how much of it is in use (RuntimeOptions.catchUpCacheBytes). */
   catchUp: { limit: number; used: number };
+  /** Large records are written to the journal with direct I/O where the file system takes it (RuntimeOptions.journalDirectIO). */
+  directIO: boolean;
   onPublish(e: StoredEvent): void;
 }
 
@@ -318,7 +320,11 @@ export class SessionHost {
   readonly idempotency = new Map<string, IdempotencyEntry>();
   readonly approvals = new Map<string, PendingApproval>();
   private readonly subs = new Set<Subscription>();
+  /** Appended events not yet published, and the journal offset each one's record ends at: published once the journal's size reaches it. */
   private unpublished: StoredEvent[] = [];
+  private unpublishedEnds: number[] = [];
+  /** Engines waiting in drained(): each resolves once the backlog is below its limit. */
+  private drainWaiters: { limit: number; resolve: () => void }[] = [];
   private flushScheduled = false;
   private syncTimer: NodeJS.Timeout | undefined;
   // The in-memory tail of recent events, as references into the journal's own buffers and no
@@ -332,6 +338,8 @@ export class SessionHost {
   private cacheStart = 0;
   private cacheFirstSeq = 1;
   private cacheBytes = 0;
+  /** The part of cacheBytes that is not published yet (never evicted, not counted against any bound: `unpublished` holds it anyway). */
+  private unpublishedCacheBytes = 0;
   /** This session's share of the catch-up surplus (cacheBytes beyond the ordinary tail), as counted in opts.catchUp.used. */
   private catchUpBytes = 0;
   /** Sparse seq → file offset index (see INDEX_EVERY) for reads older than the cache. */
@@ -359,7 +367,8 @@ export class SessionHost {
   static async create(dir: string, meta: SessionMeta, opts: HostOptions, settings: object, createIdem?: { key: string; fingerprint: string }): Promise<SessionHost> {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const host = new SessionHost(dir, meta, opts);
-    host.journal = await SessionJournal.create(host.journalFile);
+    host.journal = await SessionJournal.create(host.journalFile, { directIO: opts.directIO });
+    host.watchJournal();
     host.append('session.created', { title: meta.title, cwd: meta.cwd, engine: meta.engine, approvalPolicy: meta.approvalPolicy });
     host.journal.append(RecordKind.settings, packr.pack(settings));
     if (createIdem)
@@ -375,7 +384,8 @@ export class SessionHost {
       ? { ...fallbackMeta }
       : { format: META_FORMAT_VERSION, id, title: '', cwd: '', engine: 'shell', approvalPolicy: 'ask', archived: false, createdAt: 0, updatedAt: 0, headSeq: 0, epoch: 0, journalBytes: 0 };
     const host = new SessionHost(dir, meta, opts);
-    host.journal = await SessionJournal.open(host.journalFile, { logger: opts.logger, onRecord: (rec) => host.replayRecord(rec) });
+    host.journal = await SessionJournal.open(host.journalFile, { logger: opts.logger, directIO: opts.directIO, onRecord: (rec) => host.replayRecord(rec) });
+    host.watchJournal();
     host.publishedSeq = host.headSeq;
     host.meta.headSeq = host.headSeq;
     if (host.running) {
@@ -410,7 +420,7 @@ export class SessionHost {
       this.headSeq = seq;
       this.indexEvent(seq, rec.offset);
       const body = this.mapBody(event, rec.body);
-      this.cachePush(seq, body, 0, body.length, undefined);
+      this.cachePush(seq, body, 0, body.length, undefined, true);
       this.applyEvent(event);
       return true;
     }
@@ -515,13 +525,14 @@ export class SessionHost {
     this.headSeq = seq;
     const stored = StoredEvent.live(this.id, seq, j.lastBuf, j.lastStart, j.lastEnd, ts, type, data, j.lastExtra);
     this.indexEvent(seq, offset);
-    this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd, j.lastExtra);
+    this.cachePush(seq, j.lastBuf, j.lastStart, j.lastEnd, j.lastExtra, false);
     // Streamed output changes nothing but updatedAt (no event object for it); turn.started/completed
     // are folded in by the turn's own code; everything else goes through applyEvent.
     if (type === 'command.output' || type === 'message.delta' || type === 'turn.started' || type === 'turn.completed')
       this.meta.updatedAt = Math.max(this.meta.updatedAt, ts);
     else this.applyEvent(stored.event);
     this.unpublished.push(stored);
+    this.unpublishedEnds.push(j.nextOffset);
     this.scheduleFlush();
     return stored;
   }
@@ -551,17 +562,69 @@ export class SessionHost {
     });
   }
 
-  /** Writes queued records with one write, then publishes the events they carry. */
+  /** The journal finished an asynchronous (direct) write: publish what it made durable. */
+  private watchJournal(): void {
+    this.journal.onWritten = (err) => {
+      if (err) this.opts.logger.error({ sessionId: this.id, err: err.message }, 'journal write failed; events after this point are not durable');
+      this.publishWritten();
+    };
+  }
+
+  /** Writes queued records (large ones may complete later: see SessionJournal.flush), then publishes the events written so far. */
   flush(): void {
     if (!this.journal.hasPending && this.unpublished.length === 0) return;
     this.journal.flush();
-    const events = this.unpublished;
-    this.unpublished = [];
+    this.publishWritten();
+  }
+
+  /** Bytes appended but not yet in the journal file: queued, or in a direct write in flight. */
+  get backlogBytes(): number {
+    return this.journal.nextOffset - this.journal.size;
+  }
+
+  /** Resolves once backlogBytes is below `limit` (or the session closes). */
+  drained(limit: number): Promise<void> {
+    if (this.backlogBytes < limit || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push({ limit, resolve }));
+  }
+
+  private wakeDrainWaiters(all: boolean): void {
+    if (this.drainWaiters.length === 0) return;
+    const backlog = this.backlogBytes;
+    const waiting = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiting) {
+      if (all || backlog < w.limit) w.resolve();
+      else this.drainWaiters.push(w);
+    }
+  }
+
+  /** Publishes, in order, the appended events whose records are in the journal file. */
+  private publishWritten(): void {
+    const size = this.journal.size;
+    const ends = this.unpublishedEnds;
+    let k = 0;
+    while (k < ends.length && ends[k]! <= size) k++;
+    if (k === 0) return;
+    let events = this.unpublished;
+    if (k === events.length) {
+      this.unpublished = [];
+      this.unpublishedEnds = [];
+    } else {
+      this.unpublished = events.slice(k);
+      this.unpublishedEnds = ends.slice(k);
+      events = events.slice(0, k);
+    }
+    // Published now: their cache entries count as the tail (or catch-up surplus) from here on.
+    for (let seq = this.publishedSeq + 1, i = this.cacheStart + (seq - this.cacheFirstSeq); seq <= events[events.length - 1]!.seq; seq++, i++)
+      this.unpublishedCacheBytes -= this.cachedSize(i);
     for (const e of events) {
       this.publishedSeq = e.seq;
       this.opts.onPublish(e);
       for (const s of this.subs) this.offer(s, e);
     }
+    this.trimCache();
+    this.wakeDrainWaiters(false);
     if (!this.syncTimer && !this.closed) {
       this.syncTimer = setTimeout(() => {
         this.syncTimer = undefined;
@@ -574,6 +637,7 @@ export class SessionHost {
   async sync(): Promise<void> {
     this.flush();
     await this.journal.sync();
+    this.publishWritten();
   }
 
   // ---- in-memory tail ----
@@ -584,31 +648,38 @@ export class SessionHost {
   }
 
   /** Remembers event `seq` (the next one: seqs are consecutive) as bytes [start, end) of buf, then extra. */
-  private cachePush(seq: number, buf: Buffer, start: number, end: number, extra: Buffer | undefined): void {
+  private cachePush(seq: number, buf: Buffer, start: number, end: number, extra: Buffer | undefined, published: boolean): void {
     if (this.cacheBufs.length === this.cacheStart) this.cacheFirstSeq = seq;
     this.cacheBufs.push(buf);
     this.cacheStarts.push(start);
     this.cacheEnds.push(end);
     this.cacheExtras.push(extra);
-    this.cacheBytes += this.cachedSize(this.cacheBufs.length - 1);
+    const size = this.cachedSize(this.cacheBufs.length - 1);
+    this.cacheBytes += size;
+    if (!published) this.unpublishedCacheBytes += size;
     this.trimCache();
   }
 
   /**
    * Evicts the oldest entries down to cacheBytes — except those a subscriber that is behind still
-   * needs, while all sessions' surplus fits in the shared catch-up bound. A no-op within cacheBytes.
+   * needs, while all sessions' surplus fits in the shared catch-up bound, and those not published
+   * yet (every subscriber still needs them, and `unpublished` holds them anyway). A no-op within
+   * cacheBytes.
    */
   private trimCache(): void {
-    if (this.cacheBytes <= this.opts.cacheBytes) return;
-    let needed = Infinity;
+    let published = this.cacheBytes - this.unpublishedCacheBytes;
+    if (published <= this.opts.cacheBytes) return;
+    let needed = this.publishedSeq + 1;
     for (const sub of this.subs) if (!sub.live && !sub.closed && !sub.stalled && sub.lastSeq + 1 < needed) needed = sub.lastSeq + 1;
     const base = this.opts.cacheBytes;
     const shared = this.opts.catchUp;
     const others = shared.used - this.catchUpBytes;
-    while (this.cacheBytes > base && this.cacheBufs.length - this.cacheStart > 1) {
-      if (this.cacheFirstSeq >= needed && others + this.cacheBytes - base <= shared.limit) break;
+    while (published > base && this.cacheBufs.length - this.cacheStart > 1) {
+      if (this.cacheFirstSeq >= needed && others + published - base <= shared.limit) break;
       const i = this.cacheStart;
-      this.cacheBytes -= this.cachedSize(i);
+      const size = this.cachedSize(i);
+      this.cacheBytes -= size;
+      published -= size;
       this.cacheBufs[i] = undefined;
       this.cacheExtras[i] = undefined;
       this.cacheStart++;
@@ -621,7 +692,7 @@ export class SessionHost {
       this.cacheExtras = this.cacheExtras.slice(this.cacheStart);
       this.cacheStart = 0;
     }
-    this.catchUpBytes = Math.max(0, this.cacheBytes - base);
+    this.catchUpBytes = Math.max(0, published - base);
     shared.used = others + this.catchUpBytes;
   }
 
@@ -865,6 +936,8 @@ export class SessionHost {
     this.opts.catchUp.used -= this.catchUpBytes;
     this.catchUpBytes = 0;
     await this.journal.close();
+    this.publishWritten();
+    this.wakeDrainWaiters(true);
     this.writeMeta(true);
   }
 }

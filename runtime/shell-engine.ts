@@ -77,13 +77,24 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
     let pendingBytes = 0;
     let pendingStream: 'stdout' | 'stderr' = 'stdout';
     let flushScheduled = false;
+    let held = false;
     const flush = () => {
       flushScheduled = false;
       if (pendingBytes === 0) return;
       const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
       pending = [];
       pendingBytes = 0;
-      ctx.emit('command.output', { turnId: ctx.turnId, stream: pendingStream, data });
+      if (ctx.emit('command.output', { turnId: ctx.turnId, stream: pendingStream, data }) || held) return;
+      // The journal is behind (large output on a slow disk): stop reading until it has caught up;
+      // the command blocks on its full pipe meanwhile.
+      held = true;
+      child.stdout!.pause();
+      child.stderr!.pause();
+      void ctx.drained().then(() => {
+        held = false;
+        child.stdout!.resume();
+        child.stderr!.resume();
+      });
     };
     const forward = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
       if (stream !== pendingStream || pendingBytes + chunk.length > LIMITS.maxOutputChunkBytes) flush();

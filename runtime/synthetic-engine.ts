@@ -1,6 +1,7 @@
 // The built-in `synthetic` engine: a load generator for benchmarks and tests. Its input is
 // `count=N size=B [batch=K]`: it emits N command.output events of B bytes each, K per tick, as fast
-// as the runtime takes them, without running anything. A cancelled turn stops at the next tick.
+// as the runtime takes them (when emit() says the journal is behind, it waits for drained()),
+// without running anything. A cancelled turn stops at the next tick.
 import { AstraError, LIMITS } from '../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
 
@@ -36,8 +37,13 @@ export function createSyntheticEngine(): Engine {
       for (let sent = 0; sent < spec.count; ) {
         if (ctx.signal.aborted) return { status: 'cancelled' };
         const end = Math.min(spec.count, sent + spec.batch);
-        for (; sent < end; sent++) ctx.emit('command.output', { turnId: ctx.turnId, stream: 'stdout', data: line });
+        let behind = false;
+        while (sent < end && !behind) {
+          behind = !ctx.emit('command.output', { turnId: ctx.turnId, stream: 'stdout', data: line });
+          sent++;
+        }
         await new Promise((r) => setImmediate(r));
+        if (behind) await ctx.drained();
       }
       return { status: 'completed', exitCode: 0 };
     },

@@ -263,6 +263,47 @@ describe('subscriptions', () => {
     }
   });
 
+  it('every large output event a subscriber saw survives the daemon being SIGKILLed mid-stream, whole; the turn comes back interrupted', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    const size = 4 * 1024 * 1024;
+    const line = Buffer.alloc(size, 'x');
+    line[size - 1] = 0x0a;
+    const sub = await client.subscribe(session.id);
+    await client.turn.start({ sessionId: session.id, input: { text: `count=400 size=${size} batch=1` } });
+    let outputs = 0;
+    const seen = await collectUntil(sub, (e) => e.type === 'command.output' && ++outputs === 5);
+    const pid = client.serverInfo.daemon.pid;
+    process.kill(pid, 'SIGKILL');
+    await waitFor('the daemon to die', () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    await client.close();
+    const after = await t.client(); // starts a new daemon on the same data
+    expect(after.serverInfo.daemon.pid).not.toBe(pid);
+    const events: SessionEvent[] = [];
+    for (let sinceSeq = 0; ; ) {
+      const r = await after.session.read({ sessionId: session.id, sinceSeq });
+      events.push(...r.events);
+      if (r.nextSeq === undefined) break;
+      sinceSeq = r.nextSeq;
+    }
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+    expect(events.length).toBeGreaterThanOrEqual(seen.at(-1)!.seq + 1);
+    const kept = events.filter((e) => e.type === 'command.output').map((e) => (e.data as { data: Uint8Array }).data);
+    expect(kept.length).toBeGreaterThanOrEqual(5);
+    expect(kept.length).toBeLessThan(400);
+    for (const o of kept) expect(Buffer.from(o.buffer, o.byteOffset, o.length).equals(line)).toBe(true);
+    expect(events.filter((e) => e.type === 'turn.completed')).toMatchObject([{ data: { status: 'interrupted' } }]);
+  });
+
   it('a second subscription to the same session is refused with a clear error while the first is open', async () => {
     const t = testHome();
     const client = await t.client();

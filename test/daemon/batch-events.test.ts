@@ -151,7 +151,8 @@ describe('a large output inside a batch', () => {
     };
     const home = makeHome();
     const env = envFor(home);
-    const daemon = createDaemon({ env, engine, idleTimeoutMs: 0 });
+    // Through the page cache: a direct journal write would publish the output a little later, in a tick of its own.
+    const daemon = createDaemon({ env, engine, idleTimeoutMs: 0, journalDirectIO: false });
     try {
       expect(await daemon.start()).toBe(true);
       const c = await rawClient(env, 'batching', true);

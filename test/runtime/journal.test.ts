@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAstraError } from '../../protocol/index.js';
-import { JOURNAL_FILE, JOURNAL_HEADER_BYTES, Runtime, SessionJournal, crc32 } from '../../runtime/index.js';
+import { JOURNAL_FILE, JOURNAL_FORMAT_VERSION, JOURNAL_HEADER_BYTES, RecordKind, Runtime, SessionJournal, crc32 } from '../../runtime/index.js';
 import { recordingLogger, tempDir } from './helpers.js';
 import { crc32Portable } from '../../runtime/crc32.js';
 import { writeAllSync } from '../../runtime/journal.js';
@@ -148,6 +148,140 @@ describe('SessionJournal.append', () => {
       expect(b[b.length - 1]).toBe(sizes[i]! & 0xff);
     });
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+/** Every record in a journal file as it lies on disk, pads included: offset, total size, kind. */
+function rawRecords(file: string): { offset: number; size: number; kind: number }[] {
+  const buf = fs.readFileSync(file);
+  const out: { offset: number; size: number; kind: number }[] = [];
+  for (let at = JOURNAL_HEADER_BYTES; at < buf.length; ) {
+    const size = 8 + buf.readUInt32BE(at);
+    out.push({ offset: at, size, kind: buf[at + 8]! });
+    at += size;
+  }
+  return out;
+}
+
+describe('large records with direct I/O', () => {
+  const MiB = 1024 * 1024;
+  const pattern = (n: number, seed: number) => {
+    const b = Buffer.allocUnsafe(n);
+    for (let i = 0; i < n; i++) b[i] = (i * 31 + seed + (i >> 10)) & 255;
+    return b;
+  };
+
+  it('writes each large record at a page boundary, padded, in order with the small ones; readers never see pads nor unwritten bytes', async () => {
+    const d = dir();
+    const file = path.join(d, 'j');
+    const j = await SessionJournal.create(file);
+    expect(j.direct).toBe(process.platform === 'linux');
+    let completions = 0;
+    j.onWritten = (err) => {
+      expect(err).toBeUndefined();
+      completions++;
+    };
+    const bodies: Buffer[] = [];
+    for (let i = 0; i < 4; i++) {
+      const small = Buffer.from(`small ${i}`);
+      j.append(1, small);
+      bodies.push(small);
+      const payload = pattern(2 * MiB + 1000 * i + 3, i);
+      j.append(1, Buffer.from(`big ${i}:`), payload);
+      bodies.push(Buffer.concat([Buffer.from(`big ${i}:`), payload]));
+    }
+    j.append(1, Buffer.from('last'));
+    bodies.push(Buffer.from('last'));
+    const end = j.nextOffset;
+    j.flush();
+    // The first small record is written at once; the first large one is on its way.
+    expect(j.hasPending).toBe(true);
+    expect(j.size).toBeLessThan(end);
+    const early = await j.readRecords(JOURNAL_HEADER_BYTES, 64 * MiB);
+    expect(early.nextOffset).toBeLessThanOrEqual(j.size);
+    await j.sync();
+    expect(j.size).toBe(end);
+    expect(j.hasPending).toBe(false);
+    expect(fs.statSync(file).size).toBe(end);
+    if (j.direct) expect(completions).toBe(4);
+    const read = await j.readRecords(JOURNAL_HEADER_BYTES, 64 * MiB);
+    const same = (got: Buffer[]) => got.length === bodies.length && got.every((b, i) => b.equals(bodies[i]!));
+    expect(same(read.records.map((r) => r.body))).toBe(true);
+    await j.close();
+
+    const raw = rawRecords(file);
+    const large = raw.filter((r) => r.size > MiB);
+    expect(large).toHaveLength(4);
+    if (j.direct) {
+      for (const r of large) {
+        expect(r.offset % 4096).toBe(0);
+        // A pad record fills the rest of its last page.
+        const next = raw[raw.indexOf(r) + 1]!;
+        expect(next.kind).toBe(RecordKind.pad);
+        expect((next.offset + next.size) % 4096).toBe(0);
+      }
+    }
+    const seen: Buffer[] = [];
+    const again = await SessionJournal.open(file, { logger: recordingLogger(), onRecord: (r) => void seen.push(Buffer.from(r.body)) });
+    await again.close();
+    expect(same(seen)).toBe(true);
+  });
+
+  it('leaves a format 1 journal in format 1: large records go through the page cache, with no pads', async () => {
+    const d = dir();
+    const file = path.join(d, 'j');
+    const j = await SessionJournal.create(file);
+    j.append(1, Buffer.from('first'));
+    await j.close();
+    const header = fs.readFileSync(file).subarray(0, JOURNAL_HEADER_BYTES);
+    expect(header.readUInt16BE(8)).toBe(JOURNAL_FORMAT_VERSION);
+    header.writeUInt16BE(1, 8);
+    header.writeUInt32BE(crc32(header.subarray(0, 12)), 12);
+    const fd = fs.openSync(file, 'r+');
+    fs.writeSync(fd, header, 0, header.length, 0);
+    fs.closeSync(fd);
+    const old = await SessionJournal.open(file, { logger: recordingLogger(), onRecord: () => true });
+    expect(old.direct).toBe(false);
+    old.append(1, Buffer.from('big:'), pattern(3 * MiB, 9));
+    await old.close();
+    expect(rawRecords(file).map((r) => r.kind)).toEqual([1, 1]);
+    expect(fs.readFileSync(file).readUInt16BE(8)).toBe(1);
+  });
+
+  it('with directIO off, writes large records through the page cache', async () => {
+    const d = dir();
+    const file = path.join(d, 'j');
+    const j = await SessionJournal.create(file, { directIO: false });
+    expect(j.direct).toBe(false);
+    j.append(1, Buffer.from('a'));
+    j.append(1, Buffer.from('big:'), pattern(3 * MiB, 1));
+    j.flush();
+    expect(j.size).toBe(j.nextOffset);
+    await j.close();
+    expect(rawRecords(file).map((r) => r.kind)).toEqual([1, 1]);
+  });
+
+  it('holds back a producer faster than the disk: past 32 MiB queued behind a direct write, flush writes them at once', async () => {
+    const d = dir();
+    const file = path.join(d, 'j');
+    const j = await SessionJournal.create(file);
+    const payload = pattern(4 * MiB, 3);
+    for (let i = 0; i < 24; i++) {
+      j.append(1, Buffer.from(`big ${i}:`), payload);
+      j.flush();
+      // What is neither written nor being written stays within the bound (plus the record that crossed it).
+      expect(j.nextOffset - fs.statSync(file).size).toBeLessThanOrEqual(32 * MiB + 2 * (4 * MiB + 8192));
+    }
+    await j.sync();
+    expect(j.size).toBe(j.nextOffset);
+    const { records } = await j.readRecords(JOURNAL_HEADER_BYTES, 200 * MiB);
+    expect(records).toHaveLength(24);
+    records.forEach((r, i) => {
+      const prefix = `big ${i}:`;
+      expect(r.body.subarray(0, prefix.length).toString()).toBe(prefix);
+      expect(r.body.subarray(r.body.length - payload.length).equals(payload)).toBe(true);
+    });
+    await j.close();
   });
 });
 

@@ -520,4 +520,95 @@ describe('runtime', () => {
     for (const [q, size] of subSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
     expect(subSeen.size).toBe(seq - 1);
   });
+
+  it('with large output written directly: every event is in the file before anyone sees it, in order, and reads back byte for byte after a restart', async () => {
+    const d = setupDir();
+    const big = (i: number) => {
+      const b = Buffer.allocUnsafe(2 * 1024 * 1024 + 17 * i);
+      for (let k = 0; k < b.length; k++) b[k] = (k + i * 13 + (k >> 9)) & 255;
+      return b;
+    };
+    /** Per tick: a delta, a large output, a delta — twelve times. */
+    const mixed: Engine = {
+      async runTurn(ctx) {
+        for (let i = 0; i < 12; i++) {
+          ctx.emit('message.delta', { turnId: ctx.turnId, text: `before ${i}` });
+          ctx.emit('command.output', { turnId: ctx.turnId, stream: 'stdout', data: big(i) });
+          ctx.emit('message.delta', { turnId: ctx.turnId, text: `after ${i}` });
+          await new Promise((r) => setImmediate(r));
+        }
+        return { status: 'completed' };
+      },
+    };
+    const { rt, ended } = await open(d, { cacheBytesPerSession: 1024 * 1024, engines: { mixed }, defaultEngine: 'mixed' });
+    const s = await rt.createSession({});
+    const file = path.join(d, 'sessions', s.id, JOURNAL_FILE);
+    const sizeWhenSeen = new Map<number, number>();
+    rt.on('event', (e) => sizeWhenSeen.set(e.seq, fs.statSync(file).size));
+    const subSeqs: number[] = [];
+    await rt.subscribe(s.id, 1, { onEvent: (e) => void subSeqs.push(e.seq) });
+    const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
+    await waitFor(() => ended.get(t.turnId), 'turn end', 50_000);
+    await rt.close();
+    const recordEnd = new Map<number, number>();
+    let seq = 0;
+    const j = await SessionJournal.open(file, {
+      logger: silentLogger,
+      onRecord: (r) => {
+        if (r.kind === RecordKind.event) recordEnd.set(++seq, r.offset + r.size);
+      },
+    });
+    await j.close();
+    expect(sizeWhenSeen.size).toBe(seq - 1);
+    for (const [q, size] of sizeWhenSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
+    expect(subSeqs).toEqual(Array.from({ length: seq - 1 }, (_, i) => i + 2));
+
+    const again = await Runtime.open({ dataDir: d, cacheBytesPerSession: 1024 * 1024 });
+    const events: SessionEvent[] = [];
+    for (let since = 0; ; ) {
+      const r = await again.readSession(s.id, { sinceSeq: since, maxBytes: 8 * 1024 * 1024 });
+      events.push(...r.events);
+      if (r.nextSeq === undefined) break;
+      since = r.nextSeq;
+    }
+    await again.close();
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: seq }, (_, i) => i + 1));
+    const turn = events.filter((e) => e.type === 'message.delta' || e.type === 'command.output');
+    expect(turn).toHaveLength(36);
+    for (let i = 0; i < 12; i++) {
+      expect((turn[3 * i]!.data as { text: string }).text).toBe(`before ${i}`);
+      expect(Buffer.from((turn[3 * i + 1]!.data as { data: Uint8Array }).data).equals(big(i))).toBe(true);
+      expect((turn[3 * i + 2]!.data as { text: string }).text).toBe(`after ${i}`);
+    }
+    expect(events.at(-1)).toMatchObject({ type: 'turn.completed', data: { status: 'completed' } });
+  });
+
+  it("emit() returns false once 16 MiB of a session's events wait for the disk, and drained() resolves once they are written", async () => {
+    const d = setupDir();
+    const returns: boolean[] = [];
+    let afterDrain: boolean | undefined;
+    const flood: Engine = {
+      async runTurn(ctx) {
+        const out = Buffer.alloc(4 * 1024 * 1024, 'y');
+        // Six in one tick: nothing is written before the tick ends, so the fourth crosses 16 MiB.
+        for (let i = 0; i < 6; i++) returns.push(ctx.emit('command.output', { turnId: ctx.turnId, stream: 'stdout', data: out }));
+        await ctx.drained();
+        afterDrain = ctx.emit('message.delta', { turnId: ctx.turnId, text: 'then' });
+        return { status: 'completed' };
+      },
+    };
+    for (const journalDirectIO of [true, false]) {
+      returns.length = 0;
+      afterDrain = undefined;
+      const { rt, ended } = await open(d, { engines: { flood }, defaultEngine: 'flood', journalDirectIO });
+      const s = await rt.createSession({});
+      const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
+      await waitFor(() => ended.get(t.turnId), 'turn end', 30_000);
+      expect(returns).toEqual([true, true, true, false, false, false]);
+      expect(afterDrain).toBe(true);
+      const r = await rt.readSession(s.id, { sinceSeq: 0, limit: 1000, maxBytes: 7 * 1024 * 1024 });
+      expect(r.events.map((e) => e.seq)).toEqual(Array.from({ length: r.events.length }, (_, i) => i + 1));
+      await rt.close();
+    }
+  });
 });

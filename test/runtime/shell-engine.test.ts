@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { LIMITS, validateEvent } from '../../protocol/index.js';
-import { Runtime, createShellEngine, type ApprovalRequest } from '../../runtime/index.js';
+import { Runtime, createShellEngine, type ApprovalRequest, type EngineContext } from '../../runtime/index.js';
 import { isAlive, tempDir, waitFor } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -41,6 +41,46 @@ function turnEvents(events: SessionEvent[], turnId: string): SessionEvent[] {
 }
 
 describe('shell engine', () => {
+  it('stops reading a command while emit() says the journal is behind, and reads on once drained() resolves', async () => {
+    const dir = tempDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const total = 20_000_000;
+    let pid: number | undefined;
+    let held = true;
+    let emitted = 0;
+    let release!: () => void;
+    const drained = new Promise<void>((r) => (release = r));
+    const ctx: EngineContext = {
+      sessionId: 's',
+      turnId: 't',
+      cwd: dir,
+      input: { text: `exec head -c ${total} /dev/zero` },
+      approvalPolicy: 'auto',
+      signal: new AbortController().signal,
+      emit: (type, data) => {
+        if (type === 'command.started') pid = (data as { pid: number }).pid;
+        if (type === 'command.output') emitted += (data as { data: Uint8Array }).data.length;
+        return !held;
+      },
+      drained: () => drained,
+      requestApproval: async () => 'approve',
+    };
+    const result = createShellEngine().runTurn(ctx);
+    cleanups.push(() => {
+      if (pid !== undefined && isAlive(pid)) process.kill(pid, 'SIGKILL');
+    });
+    // The command fills its stdout (a socket pair, as Node makes them) and blocks in the kernel
+    // writing to it: the engine has stopped reading.
+    const blocked = () => /sock_alloc_send|pipe_write/.test(fs.readFileSync(`/proc/${pid}/wchan`, 'utf8'));
+    await waitFor(() => pid !== undefined && blocked(), 'the command to block on its full stdout');
+    expect(emitted).toBeGreaterThan(0);
+    expect(emitted).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes + 64 * 1024);
+    held = false;
+    release();
+    expect(await result).toMatchObject({ status: 'completed', exitCode: 0 });
+    expect(emitted).toBe(total);
+  });
+
   it('delivers 5 MiB of output complete and in order in chunks of at most LIMITS.maxOutputChunkBytes, coalescing what one loop turn read', async () => {
     const { rt, work, events, ended } = await setup();
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });

@@ -12,10 +12,10 @@ import * as fs from 'node:fs';
 /** Direct writes start and end on page boundaries: stricter than any block device asks, and a buffered append never shares a page with one. */
 export const DIRECT_ALIGN = 4096;
 const WASM_PAGE = 64 * 1024;
-/** One staging buffer holds a record up to 8 MiB (the largest frame) plus its trailing pad. */
-const STAGE_PAGES = Math.ceil((8 * 1024 * 1024 + 2 * DIRECT_ALIGN) / WASM_PAGE);
+/** One staging buffer holds the largest output event (LIMITS.maxOutputChunkBytes, 4 MiB) with its record head and trailing pad; larger records go through the page cache. */
+const STAGE_PAGES = Math.ceil((4 * 1024 * 1024) / WASM_PAGE) + 1;
 export const STAGE_BYTES = STAGE_PAGES * WASM_PAGE;
-/** Staging buffers kept for reuse (warm memory) once their write is done; more are made on demand, one per write in flight. */
+/** Staging buffers kept for reuse (warm memory) once their write is done: at most 8.1 MiB. More are made on demand, one per write in flight. */
 const KEEP_STAGES = 2;
 
 // Node has WebAssembly; the project's lib settings (no DOM) do not declare it.

@@ -41,6 +41,19 @@ async function open(dataDir: string, extra: Partial<RuntimeOptions> = {}) {
   return { rt, ended };
 }
 
+/** For each event seq in a journal file, the file offset where its record ends. */
+async function eventRecordEnds(file: string): Promise<Map<number, number>> {
+  const ends = new Map<number, number>();
+  const j = await SessionJournal.open(file, {
+    logger: silentLogger,
+    onRecord: (r) => {
+      if (r.kind === RecordKind.event) ends.set(ends.size + 1, r.offset + r.size);
+    },
+  });
+  await j.close();
+  return ends;
+}
+
 function setupDir(): string {
   const d = tempDir();
   cleanups.push(() => fs.rmSync(d, { recursive: true, force: true }));
@@ -506,15 +519,8 @@ describe('runtime', () => {
     const t = await rt.startTurn(s.id, { text: '3000' }, 'k');
     await waitFor(() => ended.get(t.turnId), 'turn end');
     await rt.close();
-    const recordEnd = new Map<number, number>();
-    let seq = 0;
-    const j = await SessionJournal.open(file, {
-      logger: silentLogger,
-      onRecord: (r) => {
-        if (r.kind === RecordKind.event) recordEnd.set(++seq, r.offset + r.size);
-      },
-    });
-    await j.close();
+    const recordEnd = await eventRecordEnds(file);
+    const seq = recordEnd.size;
     expect(sizeWhenSeen.size).toBe(seq - 1);
     for (const [q, size] of sizeWhenSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
     for (const [q, size] of subSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
@@ -550,15 +556,8 @@ describe('runtime', () => {
     const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
     await waitFor(() => ended.get(t.turnId), 'turn end', 50_000);
     await rt.close();
-    const recordEnd = new Map<number, number>();
-    let seq = 0;
-    const j = await SessionJournal.open(file, {
-      logger: silentLogger,
-      onRecord: (r) => {
-        if (r.kind === RecordKind.event) recordEnd.set(++seq, r.offset + r.size);
-      },
-    });
-    await j.close();
+    const recordEnd = await eventRecordEnds(file);
+    const seq = recordEnd.size;
     expect(sizeWhenSeen.size).toBe(seq - 1);
     for (const [q, size] of sizeWhenSeen) expect(size).toBeGreaterThanOrEqual(recordEnd.get(q)!);
     expect(subSeqs).toEqual(Array.from({ length: seq - 1 }, (_, i) => i + 2));

@@ -479,13 +479,13 @@ export class SessionJournal {
         const stage = this.stage(d);
         try {
           let done = 0;
+          let err: NodeJS.ErrnoException | null = null;
           try {
             done = fs.writeSync(this.directFd!, stage, 0, d.bytes, d.at);
           } catch (e) {
-            if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
-            refuseDirectIO();
+            err = e as NodeJS.ErrnoException;
           }
-          if (done < d.bytes) writeAllSync(this.fd, [stage.subarray(done, d.bytes)], d.at + done);
+          this.finishDirect(stage, d, err, done);
         } finally {
           giveStage(stage);
         }
@@ -505,6 +505,20 @@ export class SessionJournal {
     return stage;
   }
 
+  /**
+   * After a direct write of `d` returned `done` bytes or `err`: finishes it through the page cache
+   * where it was short or refused (EINVAL: the kernel will not take the alignment, so no more direct
+   * writes in this process); throws any other error.
+   */
+  private finishDirect(stage: Buffer, d: DirectRecord, err: NodeJS.ErrnoException | null, done: number): void {
+    if (err) {
+      if (err.code !== 'EINVAL') throw err;
+      refuseDirectIO();
+      done = 0;
+    }
+    if (done < d.bytes) writeAllSync(this.fd, [stage.subarray(done, d.bytes)], d.at + done);
+  }
+
   /** Starts the direct write of `d` (at `written`) on the thread pool; on completion, writes what was queued behind it. */
   private writeDirect(d: DirectRecord): void {
     const stage = this.stage(d);
@@ -512,15 +526,7 @@ export class SessionJournal {
     this.inFlight = new Promise<void>((resolve) => {
       fs.write(this.directFd!, stage, 0, d.bytes, d.at, (err, done) => {
         try {
-          if (err && err.code === 'EINVAL') {
-            // The kernel would not take this alignment: write through the page cache from now on.
-            refuseDirectIO();
-            done = 0;
-            err = null;
-          }
-          if (err) this.failure = err;
-          // A short write (or a refused one) is finished through the page cache.
-          else if (done < d.bytes) writeAllSync(this.fd, [stage.subarray(done, d.bytes)], d.at + done);
+          this.finishDirect(stage, d, err, done);
         } catch (e) {
           this.failure = e as Error;
         }

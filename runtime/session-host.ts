@@ -933,11 +933,15 @@ export class SessionHost {
     this.closed = true;
     for (const s of this.subs) s.closed = true;
     this.subs.clear();
-    this.opts.catchUp.used -= this.catchUpBytes;
-    this.catchUpBytes = 0;
-    await this.journal.close();
-    this.publishWritten();
-    this.wakeDrainWaiters(true);
+    try {
+      await this.journal.close();
+      this.publishWritten();
+    } finally {
+      this.wakeDrainWaiters(true);
+      // After the last publish (which trims the cache): nothing of this session's share may stay counted.
+      this.opts.catchUp.used -= this.catchUpBytes;
+      this.catchUpBytes = 0;
+    }
     this.writeMeta(true);
   }
 }

@@ -158,6 +158,15 @@ interface DirectRecord {
   bytes: number;
 }
 
+/** A queued direct record as plain buffers: head, payload, trailing pad. */
+function recordBuffers(d: DirectRecord): Buffer[] {
+  const padBytes = d.bytes - d.head.length - d.payload.length;
+  if (padBytes === 0) return [d.head, d.payload];
+  const pad = Buffer.allocUnsafe(padBytes);
+  writePad(pad, 0, padBytes);
+  return [d.head, d.payload, pad];
+}
+
 export function encodeRecord(kind: number, body: Uint8Array): Buffer {
   const rec = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
   writeRecordHead(rec, 0, kind, body.length, body);
@@ -439,7 +448,8 @@ export class SessionJournal {
       if (this.pendingBytes >= MAX_QUEUED_BEHIND) this.writeAhead();
       return;
     }
-    const list = this.pending;
+    // Large records queued before direct I/O was refused go through the page cache with the rest.
+    const list = directIOUsable() ? this.pending : this.pending.flatMap((x) => (Buffer.isBuffer(x) ? [x] : recordBuffers(x)));
     let k = 0;
     let n = 0;
     while (k < list.length && Buffer.isBuffer(list[k])) n += (list[k++] as Buffer).length;

@@ -136,8 +136,8 @@ function diskWriteRound(): void {
     record(figure, 'bare', total / sec / 1e6);
   }
   // The same with O_DIRECT, 4 MiB per write from a page-aligned buffer, as the journal writes large records.
-  if (directIOUsable()) {
-    const stage = takeStage();
+  const stage = directIOUsable() ? takeStage() : undefined;
+  if (stage) {
     const dir = tempDir('astra-bench-disk-');
     const fd = fs.openSync(path.join(dir, 'out'), fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_DIRECT!, 0o600);
     const block = 4 * 1024 * 1024;

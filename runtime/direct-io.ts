@@ -46,13 +46,20 @@ export function refuseDirectIO(): void {
 
 /**
  * A page-aligned buffer of STAGE_BYTES. O_DIRECT needs the memory aligned, and Buffer.alloc gives
- * no such promise; WebAssembly memory is mapped by V8 on its own pages, so it starts on one.
+ * no such promise; WebAssembly memory is mapped by V8 on its own pages, so it starts on one. Where
+ * none can be made (node --jitless has no WebAssembly; an address-space limit), undefined, and no
+ * more direct writes in this process.
  */
-export function takeStage(): Buffer {
+export function takeStage(): Buffer | undefined {
   const b = spare.pop();
   if (b) return b;
-  const mem = new WebAssembly.Memory({ initial: STAGE_PAGES, maximum: STAGE_PAGES });
-  return Buffer.from(mem.buffer);
+  try {
+    const mem = new WebAssembly.Memory({ initial: STAGE_PAGES, maximum: STAGE_PAGES });
+    return Buffer.from(mem.buffer);
+  } catch {
+    usable = false;
+    return undefined;
+  }
 }
 
 export function giveStage(b: Buffer): void {

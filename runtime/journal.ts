@@ -487,6 +487,10 @@ export class SessionJournal {
         const d = list[k++] as DirectRecord | undefined;
         if (!d) break;
         const stage = this.stage(d);
+        if (!stage) {
+          at += writeAllSync(this.fd, recordBuffers(d), d.at);
+          continue;
+        }
         try {
           let done = 0;
           let err: NodeJS.ErrnoException | null = null;
@@ -505,9 +509,10 @@ export class SessionJournal {
     this.ahead = at - (this.written + this.inFlightBytes);
   }
 
-  /** A staging buffer holding `d` as it goes to disk: head, payload, trailing pad. */
-  private stage(d: DirectRecord): Buffer {
+  /** A staging buffer holding `d` as it goes to disk: head, payload, trailing pad (undefined: none to be had, direct I/O is off). */
+  private stage(d: DirectRecord): Buffer | undefined {
     const stage = takeStage();
+    if (!stage) return undefined;
     const payloadEnd = d.head.length + d.payload.length;
     stage.set(d.head, 0);
     stage.set(d.payload, d.head.length);
@@ -532,6 +537,12 @@ export class SessionJournal {
   /** Starts the direct write of `d` (at `written`) on the thread pool; on completion, writes what was queued behind it. */
   private writeDirect(d: DirectRecord): void {
     const stage = this.stage(d);
+    if (!stage) {
+      this.guard(() => writeAllSync(this.fd, recordBuffers(d), d.at));
+      this.written += d.bytes;
+      this.flush();
+      return;
+    }
     this.inFlightBytes = d.bytes;
     this.inFlight = new Promise<void>((resolve) => {
       fs.write(this.directFd!, stage, 0, d.bytes, d.at, (err, done) => {

@@ -8,7 +8,8 @@ import { syncBuiltinESMExports } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JOURNAL_HEADER_BYTES, SessionJournal } from '../../runtime/index.js';
 import { directIOUsable } from '../../runtime/direct-io.js';
-import { recordingLogger, tempDir } from './helpers.js';
+import { spawnSync } from 'node:child_process';
+import { ensureBuilt, recordingLogger, tempDir } from './helpers.js';
 
 const realWrite = fsDefault.write;
 afterEach(() => {
@@ -50,6 +51,28 @@ describe('a direct write the kernel refuses', () => {
     expect(bodies.map((b) => b.length)).toEqual([5, ...payloads.map((p) => 4 + p.length), 4 + 3 * 1024 * 1024]);
     payloads.forEach((p, i) => expect(bodies[i + 1]!.subarray(4).equals(p)).toBe(true));
     expect(bodies[4]![bodies[4]!.length - 1]).toBe(9);
+    fsDefault.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('where no aligned buffer can be made (node --jitless has no WebAssembly), large records go through the page cache', async () => {
+    const root = ensureBuilt();
+    const dir = tempDir();
+    const file = path.join(dir, 'j');
+    const script = `
+      const { SessionJournal } = await import(${JSON.stringify(path.join(root, 'dist/runtime/index.js'))});
+      const j = await SessionJournal.create(${JSON.stringify(file)});
+      const before = j.direct;
+      for (let i = 1; i <= 3; i++) j.append(1, Buffer.from('big:'), Buffer.alloc(2 * 1024 * 1024 + i, i));
+      await j.close();
+      console.log(JSON.stringify({ before, after: j.direct }));`;
+    const r = spawnSync(process.execPath, ['--jitless', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toEqual({ before: process.platform === 'linux', after: false });
+    const bodies: Buffer[] = [];
+    const again = await SessionJournal.open(file, { logger: recordingLogger(), onRecord: (rec) => void bodies.push(Buffer.from(rec.body)) });
+    await again.close();
+    expect(bodies.map((b) => b.length)).toEqual([1, 2, 3].map((i) => 4 + 2 * 1024 * 1024 + i));
+    bodies.forEach((b, i) => expect(b.subarray(4).equals(Buffer.alloc(2 * 1024 * 1024 + i + 1, i + 1))).toBe(true));
     fsDefault.rmSync(dir, { recursive: true, force: true });
   });
 });

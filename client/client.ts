@@ -135,6 +135,8 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
   private currentState: ClientState = 'reconnecting';
   private failure: AstraError | undefined;
   private readonly subs = new Map<string, Subscription>();
+  /** Held subscriptions: the session/unsubscribe that stopped each (see Subscription maxQueuedBytes). */
+  private readonly holds = new Map<Subscription, Promise<void>>();
   private readonly leases = new Map<string, ControllerLease>();
   private approvalHandler: ApprovalHandler | undefined;
   private waiters: { resolve: (c: Connection) => void; reject: (e: AstraError) => void }[] = [];
@@ -367,10 +369,16 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new AstraError('invalid_params', 'subscribe: sessionId must be a non-empty string');
     if (opts.sinceSeq !== undefined && (!Number.isSafeInteger(opts.sinceSeq) || opts.sinceSeq < 0))
       throw new AstraError('invalid_params', `subscribe: sinceSeq must be an integer ≥ 0, got ${String(opts.sinceSeq)}`);
+    if (opts.maxQueuedBytes !== undefined && !(typeof opts.maxQueuedBytes === 'number' && opts.maxQueuedBytes > 0))
+      throw new AstraError('invalid_params', `subscribe: maxQueuedBytes must be a number > 0, got ${String(opts.maxQueuedBytes)}`);
     const existing = this.subs.get(sessionId);
     if (existing && !existing.closed)
       throw new AstraError('invalid_state', `this client is already subscribed to ${sessionId}; close that subscription first (or share it)`, { sessionId });
-    const sub = new Subscription(sessionId, { unsubscribe: (s) => this.unsubscribe(s) }, opts);
+    const sub = new Subscription(
+      sessionId,
+      { unsubscribe: (s) => this.unsubscribe(s), hold: (s) => this.holdSubscription(s), resume: (s) => this.resubscribe(s) },
+      opts,
+    );
     // Registered before the request: the backlog may arrive before the answer.
     this.subs.set(sessionId, sub);
     try {
@@ -409,7 +417,38 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     sub.headSeq = result.headSeq;
   }
 
+  /** Stops a held subscription's stream at the daemon; resubscribe() waits for this before subscribing again. */
+  private holdSubscription(sub: Subscription): void {
+    const conn = this.conn;
+    if (!conn || conn.closed || this.currentState !== 'connected') return; // a reconnect leaves held ones alone
+    const stopped = conn.request('session/unsubscribe', { sessionId: sub.sessionId }).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.holds.set(sub, stopped);
+  }
+
+  /** Subscribes again from lastSeq on the current connection (after lag or a hold); without one, the reconnect does it. */
+  private resubscribe(sub: Subscription): void {
+    const conn = this.conn;
+    if (this.subs.get(sub.sessionId) !== sub || sub.held || !conn || conn.closed || this.currentState !== 'connected') return;
+    const stopped = this.holds.get(sub);
+    this.holds.delete(sub);
+    void (async () => {
+      // The unsubscribe that held it must be done first, or it could cancel this subscribe.
+      if (stopped) await stopped;
+      if (this.subs.get(sub.sessionId) !== sub || sub.held || conn !== this.conn) return;
+      await this.sendSubscribe(conn, sub);
+    })().catch((e: unknown) => {
+      const err = toAstraError(e);
+      if (err.reason === 'connection_closed') return; // the reconnect resubscribes
+      if (this.subs.get(sub.sessionId) === sub) this.subs.delete(sub.sessionId);
+      sub.end(err);
+    });
+  }
+
   private async unsubscribe(sub: Subscription): Promise<void> {
+    this.holds.delete(sub);
     if (this.subs.get(sub.sessionId) !== sub) return;
     this.subs.delete(sub.sessionId);
     const conn = this.conn;
@@ -461,15 +500,9 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         // The daemon dropped this stream; pick it up again from what was really delivered.
         const p = params as ServerNotificationParams<'session/lagged'>;
         const sub = this.subs.get(p.sessionId);
-        if (sub) sub.lagCount++;
-        if (sub && conn === this.conn && this.currentState === 'connected') {
-          this.sendSubscribe(conn, sub).catch((e: unknown) => {
-            const err = toAstraError(e);
-            if (err.reason === 'connection_closed') return; // the reconnect resubscribes
-            this.subs.delete(sub.sessionId);
-            sub.end(err);
-          });
-        }
+        if (!sub) return;
+        sub.lagCount++;
+        if (conn === this.conn) this.resubscribe(sub);
         return;
       }
       case 'lease/revoked': {
@@ -645,7 +678,8 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
       }
     }
     for (const sub of [...this.subs.values()]) {
-      if (sub.closed) continue;
+      // A held one subscribes again when its loop catches up (on whatever connection is current then).
+      if (sub.closed || sub.held) continue;
       try {
         await this.sendSubscribe(conn, sub);
       } catch (e) {
@@ -705,6 +739,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     for (const w of waiters) w.reject(this.closedError());
     const subs = [...this.subs.values()];
     this.subs.clear();
+    this.holds.clear();
     for (const sub of subs) sub.end(err);
   }
 

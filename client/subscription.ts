@@ -11,11 +11,29 @@ export interface SubscribeOptions {
   onReplayed?: (throughSeq: number) => void;
   /** The subscription ended: closed by the app (no error) or failed (the client closed, or gave up reconnecting). */
   onEnd?: (error: AstraError | undefined) => void;
+  /**
+   * `for await` only: once about this many bytes of events wait for the loop, the client stops the
+   * stream at the daemon and picks it up again from lastSeq when the loop has taken three quarters
+   * of them — a slow loop costs re-reading, never unbounded memory. Default 32 MiB.
+   */
+  maxQueuedBytes?: number;
+}
+
+const DEFAULT_MAX_QUEUED_BYTES = 32 * 1024 * 1024;
+
+/** What an event takes in the queue, roughly: its output or text, and the object around it. */
+function queuedSize(event: SessionEvent): number {
+  const d = event.data as { data?: Uint8Array; text?: string } | undefined;
+  return 64 + (d?.data?.length ?? 0) + (typeof d?.text === 'string' ? d.text.length : 0);
 }
 
 /** What a Subscription needs from its client. */
 export interface SubscriptionOwner {
   unsubscribe(sub: Subscription): Promise<void>;
+  /** The `for await` loop fell behind by maxQueuedBytes: stop the stream at the daemon (the subscription stays). */
+  hold(sub: Subscription): void;
+  /** The loop caught up: subscribe again from lastSeq. */
+  resume(sub: Subscription): void;
 }
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(Object.keys(EVENT_DATA));
@@ -31,6 +49,9 @@ export class Subscription implements AsyncIterable<SessionEvent> {
 
   private seq: number;
   private readonly queue: SessionEvent[] = [];
+  private queuedBytes = 0;
+  private readonly maxQueuedBytes: number;
+  private holding = false;
   private waiter: { resolve: (r: IteratorResult<SessionEvent>) => void; reject: (e: AstraError) => void } | undefined;
   private iterating = false;
   private ending: { error: AstraError | undefined } | undefined;
@@ -43,9 +64,24 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   ) {
     this.sessionId = sessionId;
     this.seq = opts.sinceSeq ?? 0;
+    this.maxQueuedBytes = opts.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
   }
 
-  /** The seq of the last event this subscription delivered (or skipped as an unknown type). Persist it to resume later. */
+  /** Events received and waiting for the `for await` loop, and roughly how many bytes they take. */
+  get queued(): { events: number; bytes: number } {
+    return { events: this.queue.length, bytes: this.queuedBytes };
+  }
+
+  /** Whether the stream is stopped at the daemon until the `for await` loop catches up (see maxQueuedBytes). */
+  get held(): boolean {
+    return this.holding;
+  }
+
+  /**
+   * The seq of the last event this subscription received (delivered, queued for the `for await`
+   * loop, or skipped as an unknown type): it resumes after this one. To resume after a restart of
+   * your process, persist the seq of the last event you handled.
+   */
   get lastSeq(): number {
     return this.seq;
   }
@@ -68,9 +104,18 @@ export class Subscription implements AsyncIterable<SessionEvent> {
    * lastSeq but are not delivered.
    */
   deliver(event: SessionEvent): void {
-    if (this.ending || event.seq <= this.seq) return;
+    // While held, what still arrives is dropped: it is read again from lastSeq on resume.
+    if (this.ending || this.holding || event.seq <= this.seq) return;
+    if (!KNOWN_TYPES.has(event.type)) {
+      this.seq = event.seq;
+      return;
+    }
+    if (!this.opts.onEvent && !this.waiter && this.queue.length > 0 && this.queuedBytes + queuedSize(event) > this.maxQueuedBytes) {
+      this.holding = true;
+      this.owner.hold(this);
+      return;
+    }
     this.seq = event.seq;
-    if (!KNOWN_TYPES.has(event.type)) return;
     if (this.opts.onEvent) {
       try {
         this.opts.onEvent(event);
@@ -87,6 +132,7 @@ export class Subscription implements AsyncIterable<SessionEvent> {
       w.resolve({ value: event, done: false });
     } else {
       this.queue.push(event);
+      this.queuedBytes += queuedSize(event);
     }
   }
 
@@ -124,7 +170,14 @@ export class Subscription implements AsyncIterable<SessionEvent> {
     return {
       next: () => {
         const event = this.queue.shift();
-        if (event) return Promise.resolve({ value: event, done: false });
+        if (event) {
+          this.queuedBytes -= queuedSize(event);
+          if (this.holding && !this.ending && this.queuedBytes <= this.maxQueuedBytes / 4) {
+            this.holding = false;
+            this.owner.resume(this);
+          }
+          return Promise.resolve({ value: event, done: false });
+        }
         if (this.ending) {
           return this.ending.error ? Promise.reject(this.ending.error) : Promise.resolve({ value: undefined, done: true });
         }

@@ -304,6 +304,57 @@ describe('subscriptions', () => {
     expect(events.filter((e) => e.type === 'turn.completed')).toMatchObject([{ data: { status: 'interrupted' } }]);
   });
 
+  it('a for-await loop that falls behind holds at most maxQueuedBytes: the stream stops at the daemon and resumes from lastSeq, every event once, in order', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    const size = 64 * 1024;
+    const count = 400; // 25 MiB of output
+    const bound = 2 * 1024 * 1024;
+    const sub = await client.subscribe(session.id, { maxQueuedBytes: bound });
+    await client.turn.start({ sessionId: session.id, input: { text: `count=${count} size=${size} batch=16` } });
+    // Nobody reads: the turn runs to its end all the same, and the queue stays within the bound.
+    await waitFor('the turn to end', async () => (await client.session.read({ sessionId: session.id, limit: 1 })).session.state === 'idle');
+    expect(sub.held).toBe(true);
+    expect(sub.queued.bytes).toBeLessThanOrEqual(bound);
+    expect(sub.queued.events).toBeGreaterThan(0);
+    const events = await collectUntil(sub, (e) => e.type === 'turn.completed');
+    expect(sub.held).toBe(false);
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+    const outputs = events.filter((e) => e.type === 'command.output');
+    expect(outputs).toHaveLength(count);
+    for (const o of outputs) expect((o.data as { data: Uint8Array }).data.length).toBe(size);
+  });
+
+  it('a held subscription survives the daemon restarting meanwhile: once its loop catches up, it resumes from lastSeq on the new daemon', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    const count = 200;
+    const sub = await client.subscribe(session.id, { maxQueuedBytes: 1024 * 1024 });
+    await client.turn.start({ sessionId: session.id, input: { text: `count=${count} size=65536 batch=16` } });
+    await waitFor('the turn to end', async () => (await client.session.read({ sessionId: session.id, limit: 1 })).session.state === 'idle');
+    expect(sub.held).toBe(true);
+    const reconnected = new Promise<{ daemonRestarted: boolean }>((resolve) => client.once('reconnected', resolve));
+    process.kill(client.serverInfo.daemon.pid, 'SIGKILL');
+    expect((await reconnected).daemonRestarted).toBe(true);
+    expect(sub.held).toBe(true);
+    const events = await collectUntil(sub, (e) => e.type === 'turn.completed');
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+    expect(events.filter((e) => e.type === 'command.output')).toHaveLength(count);
+    expect(events.at(-1)).toMatchObject({ type: 'turn.completed', data: { status: 'completed' } });
+  });
+
+  it('refuses a maxQueuedBytes that is not a number above 0', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({});
+    for (const bad of [0, -1, Number.NaN, '1' as unknown as number])
+      await expect(client.subscribe(session.id, { maxQueuedBytes: bad })).rejects.toMatchObject({ reason: 'invalid_params' });
+  });
+
   it('a second subscription to the same session is refused with a clear error while the first is open', async () => {
     const t = testHome();
     const client = await t.client();

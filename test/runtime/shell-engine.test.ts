@@ -69,11 +69,11 @@ describe('shell engine', () => {
     cleanups.push(() => {
       if (pid !== undefined && isAlive(pid)) process.kill(pid, 'SIGKILL');
     });
-    // The command fills its stdout (a socket pair, as Node makes them) and blocks in the kernel
-    // writing to it: the engine has stopped reading.
+    // Once the engine has emitted (and been told the journal is behind), the command fills its
+    // stdout (a socket pair, as Node makes them) and blocks in the kernel writing to it: the engine
+    // has stopped reading.
     const blocked = () => /sock_alloc_send|pipe_write/.test(fs.readFileSync(`/proc/${pid}/wchan`, 'utf8'));
-    await waitFor(() => pid !== undefined && blocked(), 'the command to block on its full stdout');
-    expect(emitted).toBeGreaterThan(0);
+    await waitFor(() => emitted > 0 && pid !== undefined && blocked(), 'the command to block on its full stdout');
     expect(emitted).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes + 64 * 1024);
     held = false;
     release();

@@ -314,7 +314,8 @@ describe('subscriptions', () => {
     const bound = 2 * 1024 * 1024;
     const sub = await client.subscribe(session.id, { maxQueuedBytes: bound });
     await client.turn.start({ sessionId: session.id, input: { text: `count=${count} size=${size} batch=16` } });
-    // Nobody reads: the turn runs to its end all the same, and the queue stays within the bound.
+    // Nobody reads: the client stops the stream once the bound is reached; the turn runs to its end all the same.
+    await waitFor('the client to hold the stream', () => sub.held);
     await waitFor('the turn to end', async () => (await client.session.read({ sessionId: session.id, limit: 1 })).session.state === 'idle');
     expect(sub.held).toBe(true);
     expect(sub.queued.bytes).toBeLessThanOrEqual(bound);
@@ -335,8 +336,8 @@ describe('subscriptions', () => {
     const count = 200;
     const sub = await client.subscribe(session.id, { maxQueuedBytes: 1024 * 1024 });
     await client.turn.start({ sessionId: session.id, input: { text: `count=${count} size=65536 batch=16` } });
+    await waitFor('the client to hold the stream', () => sub.held);
     await waitFor('the turn to end', async () => (await client.session.read({ sessionId: session.id, limit: 1 })).session.state === 'idle');
-    expect(sub.held).toBe(true);
     const reconnected = new Promise<{ daemonRestarted: boolean }>((resolve) => client.once('reconnected', resolve));
     process.kill(client.serverInfo.daemon.pid, 'SIGKILL');
     expect((await reconnected).daemonRestarted).toBe(true);

@@ -629,6 +629,9 @@ export class SessionJournal {
       return true;
     });
     if (r.bad) throw new AstraError('journal_corrupt', `${this.file}: ${r.bad} at offset ${offset + r.consumed}`, { file: this.file });
+    // Only pads so far (the window began at the pad before a large record): read on from the record,
+    // so that it, not the pad, decides how much to read.
+    if (records.length === 0 && r.consumed > 0) return this.readRecords(offset + r.consumed, maxBytes, end);
     return { records, nextOffset: offset + r.consumed };
   }
 

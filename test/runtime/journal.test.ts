@@ -227,6 +227,23 @@ describe('large records with direct I/O', () => {
     expect(same(seen)).toBe(true);
   });
 
+  it('reads a large record back from the pad before it, with a window smaller than the record', async () => {
+    const d = dir();
+    const file = path.join(d, 'j');
+    const j = await SessionJournal.create(file);
+    if (!j.direct) return;
+    j.append(1, Buffer.from('small'));
+    const payload = pattern(3 * MiB, 5);
+    j.append(1, Buffer.from('big:'), payload);
+    await j.sync();
+    const pad = rawRecords(file).find((r) => r.kind === RecordKind.pad)!;
+    const { records, nextOffset } = await j.readRecords(pad.offset, 64 * 1024);
+    expect(records).toHaveLength(1);
+    expect(records[0]!.body.subarray(4).equals(payload)).toBe(true);
+    expect(nextOffset).toBe(records[0]!.offset + records[0]!.size);
+    await j.close();
+  });
+
   it('leaves a format 1 journal in format 1: large records go through the page cache, with no pads', async () => {
     const d = dir();
     const file = path.join(d, 'j');

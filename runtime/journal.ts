@@ -97,9 +97,10 @@ const OWN_BUFFER_BYTES = 1024 * 1024;
 
 /**
  * Writes all of `bufs` at `position` with one writev (no concatenation: large records are written
- * from their own buffers); a short write continues where it stopped. Synchronous on purpose: a
- * thread-pool write was measured slower here for large output — it lets a fast producer run ahead of
- * its subscribers, who then catch up from the file instead of from memory.
+ * from their own buffers); a short write continues where it stopped. Synchronous on purpose for
+ * writes through the page cache: on the thread pool they were measured slower (the copy into new
+ * page-cache memory then competes with the client for the second core). Only direct writes, which
+ * cost the CPU almost nothing, go to the thread pool (writeDirect).
  */
 export function writeAllSync(fd: number, bufs: readonly Buffer[], position: number): number {
   let list = bufs.filter((b) => b.length > 0);
@@ -486,27 +487,32 @@ export class SessionJournal {
         if (bufs.length > 0) at += writeAllSync(this.fd, bufs, at);
         const d = list[k++] as DirectRecord | undefined;
         if (!d) break;
-        const stage = this.stage(d);
-        if (!stage) {
-          at += writeAllSync(this.fd, recordBuffers(d), d.at);
-          continue;
-        }
-        try {
-          let done = 0;
-          let err: NodeJS.ErrnoException | null = null;
-          try {
-            done = fs.writeSync(this.directFd!, stage, 0, d.bytes, d.at);
-          } catch (e) {
-            err = e as NodeJS.ErrnoException;
-          }
-          this.finishDirect(stage, d, err, done);
-        } finally {
-          giveStage(stage);
-        }
+        this.writeDirectSync(d);
         at += d.bytes;
       }
     });
     this.ahead = at - (this.written + this.inFlightBytes);
+  }
+
+  /** Writes `d` directly and synchronously (through the page cache where no staging buffer can be had). */
+  private writeDirectSync(d: DirectRecord): void {
+    const stage = this.stage(d);
+    if (!stage) {
+      writeAllSync(this.fd, recordBuffers(d), d.at);
+      return;
+    }
+    try {
+      let done = 0;
+      let err: NodeJS.ErrnoException | null = null;
+      try {
+        done = fs.writeSync(this.directFd!, stage, 0, d.bytes, d.at);
+      } catch (e) {
+        err = e as NodeJS.ErrnoException;
+      }
+      this.finishDirect(stage, d, err, done);
+    } finally {
+      giveStage(stage);
+    }
   }
 
   /** A staging buffer holding `d` as it goes to disk: head, payload, trailing pad (undefined: none to be had, direct I/O is off). */

@@ -18,6 +18,22 @@ function accessorOf(client: AstraClient, method: string): unknown {
   return slash < 0 ? holder[method] : holder[method.slice(0, slash)]?.[method.slice(slash + 1)];
 }
 
+/** A client controlling a new auto-approved session on the synthetic engine, in a fresh home. */
+async function syntheticSession() {
+  const t = testHome();
+  const client = await t.client();
+  const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+  await client.acquireController(session.id);
+  return { t, client, session };
+}
+
+/** What the synthetic engine emits per event of `size` bytes. */
+function syntheticLine(size: number): Buffer {
+  const line = Buffer.alloc(size, 'x');
+  line[size - 1] = 0x0a;
+  return line;
+}
+
 async function collectUntil(sub: AsyncIterable<SessionEvent>, stop: (e: SessionEvent) => boolean): Promise<SessionEvent[]> {
   const out: SessionEvent[] = [];
   for await (const e of sub) {
@@ -243,13 +259,9 @@ describe('subscriptions', () => {
   });
 
   it('receives output events of several MiB whole (read straight into their own buffers), live and replayed', async () => {
-    const t = testHome();
-    const client = await t.client();
-    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
-    await client.acquireController(session.id);
+    const { t, client, session } = await syntheticSession();
     const size = 3 * 1024 * 1024;
-    const line = Buffer.alloc(size, 'x');
-    line[size - 1] = 0x0a;
+    const line = syntheticLine(size);
     const sub = await client.subscribe(session.id);
     await client.turn.start({ sessionId: session.id, input: { text: `count=5 size=${size}` } });
     const live = await collectUntil(sub, (e) => e.type === 'turn.completed');
@@ -264,13 +276,9 @@ describe('subscriptions', () => {
   });
 
   it('every large output event a subscriber saw survives the daemon being SIGKILLed mid-stream, whole; the turn comes back interrupted', async () => {
-    const t = testHome();
-    const client = await t.client();
-    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
-    await client.acquireController(session.id);
+    const { t, client, session } = await syntheticSession();
     const size = 4 * 1024 * 1024;
-    const line = Buffer.alloc(size, 'x');
-    line[size - 1] = 0x0a;
+    const line = syntheticLine(size);
     const sub = await client.subscribe(session.id);
     await client.turn.start({ sessionId: session.id, input: { text: `count=400 size=${size} batch=1` } });
     let outputs = 0;
@@ -305,10 +313,7 @@ describe('subscriptions', () => {
   });
 
   it('a for-await loop that falls behind holds at most maxQueuedBytes: the stream stops at the daemon and resumes from lastSeq, every event once, in order', async () => {
-    const t = testHome();
-    const client = await t.client();
-    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
-    await client.acquireController(session.id);
+    const { t, client, session } = await syntheticSession();
     const size = 64 * 1024;
     const count = 400; // 25 MiB of output
     const bound = 2 * 1024 * 1024;
@@ -329,10 +334,7 @@ describe('subscriptions', () => {
   });
 
   it('a held subscription survives the daemon restarting meanwhile: once its loop catches up, it resumes from lastSeq on the new daemon', async () => {
-    const t = testHome();
-    const client = await t.client();
-    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
-    await client.acquireController(session.id);
+    const { t, client, session } = await syntheticSession();
     const count = 200;
     const sub = await client.subscribe(session.id, { maxQueuedBytes: 1024 * 1024 });
     await client.turn.start({ sessionId: session.id, input: { text: `count=${count} size=65536 batch=16` } });

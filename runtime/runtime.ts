@@ -502,16 +502,12 @@ export class Runtime {
       emit: (type, data) => {
         if (turn.ended || this.closed) return true;
         try {
-          if (type === 'command.output') {
-            const d = data as EventData<'command.output'>;
-            const max = LIMITS.maxOutputChunkBytes;
-            if (d.data.length > max) {
-              for (let off = 0; off < d.data.length; off += max)
-                host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
-              return host.backlogBytes < BACKLOG_HIGH_WATER;
-            }
-          }
-          host.appendStored(type, data);
+          const d = data as EventData<'command.output'>;
+          const max = LIMITS.maxOutputChunkBytes;
+          if (type === 'command.output' && d.data.length > max) {
+            for (let off = 0; off < d.data.length; off += max)
+              host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
+          } else host.appendStored(type, data);
         } catch (e) {
           this.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
         }

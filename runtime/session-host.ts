@@ -607,17 +607,17 @@ export class SessionHost {
     while (k < ends.length && ends[k]! <= size) k++;
     if (k === 0) return;
     let events = this.unpublished;
+    // Published now: their cache entries count as the tail (or catch-up surplus) from here on.
     if (k === events.length) {
       this.unpublished = [];
       this.unpublishedEnds = [];
+      this.unpublishedCacheBytes = 0;
     } else {
       this.unpublished = events.slice(k);
       this.unpublishedEnds = ends.slice(k);
       events = events.slice(0, k);
+      for (let i = this.cacheStart + (this.publishedSeq + 1 - this.cacheFirstSeq), n = 0; n < k; i++, n++) this.unpublishedCacheBytes -= this.cachedSize(i);
     }
-    // Published now: their cache entries count as the tail (or catch-up surplus) from here on.
-    for (let seq = this.publishedSeq + 1, i = this.cacheStart + (seq - this.cacheFirstSeq); seq <= events[events.length - 1]!.seq; seq++, i++)
-      this.unpublishedCacheBytes -= this.cachedSize(i);
     for (const e of events) {
       this.publishedSeq = e.seq;
       this.opts.onPublish(e);

@@ -455,6 +455,10 @@ export class Daemon {
       },
       'session/rename': async (p) => ({ session: this.withController(await rt.renameSession(p.sessionId, p.title)) }),
       'session/archive': async (p) => ({ session: this.withController(await rt.archiveSession(p.sessionId)) }),
+      'session/delete': async (p) => {
+        await rt.deleteSession(p.sessionId);
+        return { sessionId: p.sessionId };
+      },
       'lease/acquire': (p, peer) => this.leaseHost.acquire(peer, p.sessionId, p),
       'lease/release': async (p, peer) => {
         await this.leaseHost.release(peer, p.sessionId, p.epoch);

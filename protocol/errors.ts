@@ -1,5 +1,7 @@
-// The error table: every error on the wire has a stable numeric code and a stable string reason
-// (carried as error.data.reason). docs/protocol.md repeats this table; a test keeps them in step.
+// The error table: every error has a stable numeric code and a stable string reason (carried on the
+// wire as error.data.reason). docs/protocol.md repeats this table; a test keeps them in step.
+// `local: true` marks errors that a client library or the daemon process raises by itself and that
+// never arrive on the wire (a connection that dropped, a daemon that could not start, ...).
 
 export const ERRORS = {
   parse_error: { code: -32700, summary: 'The frame is not valid MessagePack.' },
@@ -18,29 +20,31 @@ export const ERRORS = {
   handshake_timeout: { code: -33007, summary: 'No `initialize` request arrived within the deadline.' },
   already_initialized: { code: -33008, summary: '`initialize` was sent twice on one connection.' },
   overloaded: { code: -33010, summary: 'A bound was reached (connections, in-flight requests, subscriptions); retry with backoff.' },
-  slow_consumer: { code: -33011, summary: 'The connection could not drain its outbound queue in time and was closed.' },
-  connection_closed: { code: -33012, summary: 'The connection closed before the request was answered.' },
-  request_timeout: { code: -33013, summary: 'No answer arrived within the request timeout.' },
+  slow_consumer: { code: -33011, summary: 'The connection could not drain its outbound queue in time and was closed.', local: true },
+  connection_closed: { code: -33012, summary: 'The connection closed before the request was answered.', local: true },
+  request_timeout: { code: -33013, summary: 'No answer arrived within the request timeout.', local: true },
   shutting_down: { code: -33014, summary: 'The daemon is shutting down; reconnect to start a new one.' },
-  request_cancelled: { code: -33015, summary: 'The caller cancelled the request (its AbortSignal fired) before an answer came; a mutation may still take effect.' },
+  request_cancelled: { code: -33015, summary: 'The caller cancelled the request (its AbortSignal fired) before an answer came; a mutation may still take effect.', local: true },
   not_found: { code: -33020, summary: 'No such session, turn or approval.' },
   not_controller: { code: -33021, summary: 'Only the session\'s controller may do this; acquire the lease first.' },
   stale_epoch: { code: -33022, summary: 'The epoch is older than the session\'s current lease epoch; control was taken over.' },
   lease_held: { code: -33023, summary: 'Another client controls the session; data names it. Use takeover to take control.' },
   turn_in_progress: { code: -33024, summary: 'A turn is already running in this session; cancel it or wait.' },
   idempotency_conflict: { code: -33025, summary: 'The idempotency key was used before with different params.' },
-  outcome_unknown: { code: -33026, summary: 'The connection dropped while a mutation was in flight; ask mutation/status.' },
+  outcome_unknown: { code: -33026, summary: 'The connection dropped while a mutation was in flight; ask mutation/status.', local: true },
   cursor_expired: { code: -33027, summary: 'The pagination cursor is no longer valid; list again from the start.' },
   invalid_state: { code: -33028, summary: 'The session is in a state that does not allow this (for example archived).' },
+  cursor_ahead: { code: -33029, summary: 'sinceSeq is beyond the session\'s head (data.headSeq): the client saw events the session no longer has; resync from headSeq.' },
   journal_unsupported: { code: -33030, summary: 'A journal on disk has a newer format than this daemon reads; upgrade Astra.' },
   journal_corrupt: { code: -33031, summary: 'A journal on disk could not be read.' },
-  unsafe_runtime_dir: { code: -33040, summary: 'The runtime directory is a symlink, owned by another user, or open to others.' },
-  socket_path_too_long: { code: -33041, summary: 'The socket path exceeds 103 bytes; set ASTRA_HOME to a shorter directory.' },
-  invalid_record: { code: -33042, summary: 'The discovery record daemon.json is malformed.' },
-  daemon_not_running: { code: -33043, summary: 'No daemon is running; start one with `astra daemon start`.' },
+  disk_full: { code: -33032, summary: 'The disk holding Astra\'s data is full (data.path names it); free space and retry. Nothing acknowledged was lost.' },
+  unsafe_runtime_dir: { code: -33040, summary: 'The runtime directory is a symlink, owned by another user, or open to others.', local: true },
+  socket_path_too_long: { code: -33041, summary: 'The socket path exceeds 103 bytes; set ASTRA_HOME to a shorter directory.', local: true },
+  invalid_record: { code: -33042, summary: 'The discovery record daemon.json is malformed.', local: true },
+  daemon_not_running: { code: -33043, summary: 'No daemon is running; start one with `astra daemon start`.', local: true },
   spawn_failed: { code: -33044, summary: 'The daemon could not be started; its log\'s last lines say why.' },
-  lock_timeout: { code: -33045, summary: 'A lock could not be taken in time; another process holds it.' },
-} as const satisfies Record<string, { code: number; summary: string }>;
+  lock_timeout: { code: -33045, summary: 'A lock could not be taken in time; another process holds it.', local: true },
+} as const satisfies Record<string, { code: number; summary: string; local?: true }>;
 
 export type ErrorReason = keyof typeof ERRORS;
 
@@ -48,6 +52,11 @@ export interface WireError {
   code: number;
   message: string;
   data?: { reason: string; [key: string]: unknown };
+}
+
+/** Whether an error is raised locally only (a client library, the daemon's own start-up) and never sent on the wire. */
+export function isLocalOnlyError(reason: ErrorReason): boolean {
+  return (ERRORS[reason] as { local?: true }).local === true;
 }
 
 export function isErrorReason(value: unknown): value is ErrorReason {

@@ -52,8 +52,9 @@ export function parseMessage(value: unknown): Message {
   if (!isPlainObject(value)) throw new AstraError('invalid_request', 'a message must be a map');
   const m = value;
   if ('method' in m) {
-    if (typeof m.method !== 'string' || m.method.length === 0 || m.method.length > 128)
+    if (typeof m.method !== 'string' || m.method.length === 0)
       throw new AstraError('invalid_request', 'method must be a non-empty string');
+    if (m.method.length > 128) throw new AstraError('invalid_request', `method must be at most 128 characters, got ${m.method.length}`);
     if (m.params !== undefined && m.params !== null && !isPlainObject(m.params))
       throw new AstraError('invalid_request', 'params must be a map');
     const params = m.params ?? undefined;

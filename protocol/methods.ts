@@ -23,6 +23,8 @@ export interface Policy {
   readonly idempotent: boolean;
   /** Takes an `idempotencyKey` whose first result is remembered (see mutation/status). */
   readonly idempotencyKey?: 'required' | 'optional';
+  /** The params carry the caller's lease `epoch` (the client library fills it in from the lease it holds). */
+  readonly epoch: boolean;
 }
 
 export interface MethodSpec<P, R> {
@@ -36,8 +38,8 @@ function method<P, R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
   return spec;
 }
 
-const READ: Policy = { controller: false, mutates: false, idempotent: true };
-const WRITE: Policy = { controller: true, mutates: true, idempotent: false };
+const READ: Policy = { controller: false, mutates: false, idempotent: true, epoch: false };
+const WRITE: Policy = { controller: true, mutates: true, idempotent: false, epoch: true };
 
 const idempotencyKey = () => str({ minLength: 1, maxLength: 128 });
 
@@ -115,7 +117,7 @@ export const METHODS = {
     summary: 'The handshake; must be the first frame, within 2 s of connecting.',
     params: initializeParamsSchema,
     result: initializeResultSchema,
-    policy: { controller: false, mutates: false, idempotent: false },
+    policy: { controller: false, mutates: false, idempotent: false, epoch: false },
   }),
   ping: method({
     summary: 'Liveness check; answers the daemon clock.',
@@ -131,9 +133,9 @@ export const METHODS = {
   }),
   'daemon/shutdown': method({
     summary: 'Shut the daemon down cleanly; clients are told with daemon/shuttingDown.',
-    params: obj({ reason: opt(str({ maxLength: 256 })) }),
+    params: obj({ reason: opt(str({ maxLength: 256 })), restart: opt(bool()) }),
     result: obj({}),
-    policy: { controller: false, mutates: true, idempotent: true },
+    policy: { controller: false, mutates: true, idempotent: true, epoch: false },
   }),
   'session/create': method({
     summary: 'Create a session.',
@@ -146,7 +148,7 @@ export const METHODS = {
       idempotencyKey: opt(idempotencyKey()),
     }),
     result: obj({ session: sessionSchema }),
-    policy: { controller: false, mutates: true, idempotent: false, idempotencyKey: 'optional' },
+    policy: { controller: false, mutates: true, idempotent: false, idempotencyKey: 'optional', epoch: false },
   }),
   'session/list': method({
     summary: 'List sessions, newest first; archived ones only when asked.',
@@ -164,7 +166,7 @@ export const METHODS = {
     summary: 'Live events after sinceSeq: the backlog, then session/replayed, then live events.',
     params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()) }),
     result: obj({ sessionId: sessionId(), headSeq: seq() }),
-    policy: { controller: false, mutates: false, idempotent: true },
+    policy: { controller: false, mutates: false, idempotent: true, epoch: false },
   }),
   'session/unsubscribe': method({
     summary: 'Stop receiving a session\'s events.',
@@ -184,11 +186,17 @@ export const METHODS = {
     result: obj({ session: sessionSchema }),
     policy: WRITE,
   }),
+  'session/delete': method({
+    summary: 'Delete a session and its journal for good (controller only; refused while a turn runs).',
+    params: obj({ sessionId: sessionId(), epoch: epoch() }),
+    result: obj({ sessionId: sessionId() }),
+    policy: WRITE,
+  }),
   'lease/acquire': method({
     summary: 'Become the session\'s controller; takeover demotes the holder; resumeToken reclaims in grace.',
     params: obj({ sessionId: sessionId(), takeover: opt(bool()), resumeToken: opt(str({ maxLength: 256 })) }),
     result: obj({ sessionId: sessionId(), epoch: epoch(), resumeToken: str(), graceMs: int({ min: 0 }) }),
-    policy: { controller: false, mutates: true, idempotent: false },
+    policy: { controller: false, mutates: true, idempotent: false, epoch: false },
   }),
   'lease/release': method({
     summary: 'Give up control of a session.',
@@ -206,11 +214,11 @@ export const METHODS = {
     summary: 'Cancel the running turn; answers once accepted. Completion is the turn.completed event.',
     params: obj({ sessionId: sessionId(), epoch: epoch(), turnId: opt(str()) }),
     result: obj({ turnId: str(), status: oneOf(TURN_STATUSES) }),
-    policy: { controller: true, mutates: true, idempotent: true },
+    policy: { controller: true, mutates: true, idempotent: true, epoch: true },
   }),
   'mutation/status': method({
-    summary: 'What became of a mutation sent with an idempotency key.',
-    params: obj({ sessionId: sessionId(), idempotencyKey: idempotencyKey() }),
+    summary: 'What became of a mutation sent with an idempotency key (a session/create key needs no sessionId).',
+    params: obj({ sessionId: opt(sessionId()), idempotencyKey: idempotencyKey() }),
     result: obj({ state: oneOf(['unknown', 'in_progress', 'done'] as const), result: opt(any('the mutation\'s result')) }),
     policy: READ,
   }),
@@ -238,7 +246,7 @@ export const SERVER_REQUESTS = {
       reason: opt(str()),
     }),
     result: obj({ decision: oneOf(DECISIONS) }),
-    policy: { controller: true, mutates: true, idempotent: true },
+    policy: { controller: true, mutates: true, idempotent: true, epoch: false },
   }),
 } as const;
 
@@ -264,7 +272,12 @@ export const SERVER_NOTIFICATIONS = {
     /** Who controls the session now (after a takeover); absent when nobody does. */
     holder: opt(obj({ connectionId: str(), clientName: str(), pid: opt(int()) })),
   }),
-  'daemon/shuttingDown': obj({ reason: str() }),
+  /**
+   * `reason`: why the daemon is going — 'stopped' (`astra daemon stop`, daemon/shutdown), 'restarting'
+   * (`astra daemon restart`: reconnect to the new one), 'idle', 'signal', 'replaced', 'error' (open:
+   * treat an unknown value as 'error'). `message` says it in words.
+   */
+  'daemon/shuttingDown': obj({ reason: str(), message: opt(str()) }),
 } as const;
 
 export type ServerNotificationName = keyof typeof SERVER_NOTIFICATIONS;

@@ -380,7 +380,7 @@ export class Runtime {
   async listSessions(p: { cursor?: string; limit?: number; includeArchived?: boolean } = {}): Promise<{ sessions: Session[]; nextCursor?: string }> {
     this.checkOpen();
     const limit = Math.max(1, Math.min(p.limit ?? 50, MAX_LIST_LIMIT));
-    const after = p.cursor !== undefined ? decodeCursor(p.cursor) : undefined;
+    const after = p.cursor !== undefined && p.cursor !== null ? decodeCursor(p.cursor) : undefined;
     const rows: { createdAt: number; id: string; entry: SessionEntry }[] = [];
     for (const [id, entry] of this.sessions) {
       const meta = entry.host?.meta ?? entry.meta;
@@ -423,6 +423,19 @@ export class Runtime {
     host.append('session.updated', { title });
     await host.sync();
     return host.toSession();
+  }
+
+  /** Removes a session and its files for good; refused while a turn runs. */
+  async deleteSession(id: string): Promise<void> {
+    const host = await this.load(id);
+    if (host.running)
+      throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before deleting the session.`, { sessionId: id, turnId: host.running.turnId });
+    const entry = this.sessions.get(id)!;
+    this.sessions.delete(id);
+    entry.host = undefined;
+    await host.close();
+    if (host.meta.createKey) this.createKeys.delete(host.meta.createKey);
+    fs.rmSync(path.join(this.sessionsDir, id), { recursive: true, force: true });
   }
 
   async archiveSession(id: string): Promise<Session> {
@@ -555,7 +568,17 @@ export class Runtime {
     return { turnId: target, status };
   }
 
-  async mutationStatus(id: string, idempotencyKey: string): Promise<{ state: 'unknown' | 'in_progress' | 'done'; result?: unknown }> {
+  /**
+   * What became of a keyed mutation. A session/create key is answered without a sessionId (the
+   * client that lost the answer has none) and with one: its result is the session as it is now.
+   */
+  async mutationStatus(id: string | undefined, idempotencyKey: string): Promise<{ state: 'unknown' | 'in_progress' | 'done'; result?: unknown }> {
+    const created = this.createKeys.get(idempotencyKey);
+    if (created && (id === undefined || id === created.sessionId)) {
+      if (created.promise || created.sessionId === undefined) return { state: 'in_progress' };
+      return { state: 'done', result: { session: await this.getSession(created.sessionId) } };
+    }
+    if (id === undefined) return { state: 'unknown' };
     const host = await this.load(id);
     const e = host.idempotency.get(idempotencyKey);
     if (!e) return { state: 'unknown' };

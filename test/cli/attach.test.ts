@@ -4,7 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { TMUX, skipWithout } from '../helpers/system-tools.js';
 import { Tmux } from './tmux.js';
+
+const skipTmux = skipWithout(TMUX);
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -35,7 +38,7 @@ async function sessionJson(env: NodeJS.ProcessEnv, id: string): Promise<Record<s
   return s!;
 }
 
-describe('astra attach in two terminals', () => {
+describe.skipIf(skipTmux)('astra attach in two terminals', () => {
   it('the controller runs and approves a command, the observer sees it all, is refused, and takes control', async () => {
     const { env, tmux } = setup();
     const id = await newSession(env, ['--title', 'tour']);
@@ -168,7 +171,7 @@ describe('astra attach in two terminals', () => {
   });
 });
 
-describe('astra attach across daemon trouble', () => {
+describe.skipIf(skipTmux)('astra attach across daemon trouble', () => {
   it('a daemon restart is a one-line notice; the view reconnects, keeps control and goes on', async () => {
     const { env, tmux } = setup();
     const id = await newSession(env, ['--approval', 'auto']);

@@ -1,29 +1,22 @@
 // A second language speaks Astra: the Python client runs a whole approved turn against a real
 // daemon, and Python's msgpack reads every wire test vector exactly as its JSON meaning says.
 import { describe, it, expect, afterEach } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as protocol from '../../protocol/index.js';
 import * as ipc from '../../ipc/index.js';
 import { ROOT, cleanupHome, envFor, isAlive, makeHome, readRecordFile, runCli, runCommand } from '../helpers/processes.js';
+import { PYTHON_MSGPACK, pythonWithMsgpack, skipWithout } from '../helpers/system-tools.js';
 import { fromMeaning, maxFrameMessage, renderVector, type WireVector } from '../../scripts/vectors-lib.mjs';
 
 const CLIENT = path.join(ROOT, 'clients', 'python', 'astra_client.py');
 const CHECK_VECTORS = path.join(ROOT, 'clients', 'python', 'check_vectors.py');
 
-/** The first python that can import msgpack: Debian's python3-msgpack lives in /usr/bin/python3. */
-function findPython(): string | undefined {
-  for (const candidate of ['/usr/bin/python3', 'python3']) {
-    const r = spawnSync(candidate, ['-c', 'import msgpack'], { stdio: 'ignore', timeout: 10_000 });
-    if (r.status === 0) return candidate;
-  }
-  return undefined;
-}
+const skipPython = skipWithout(PYTHON_MSGPACK);
 
 function requirePython(): string {
-  const python = findPython();
+  const python = pythonWithMsgpack();
   if (!python)
     expect.fail('no python3 with the msgpack module was found (tried /usr/bin/python3, python3); install it with `apt-get install python3-msgpack`');
   return python;
@@ -58,7 +51,7 @@ afterEach(async () => {
   }
 });
 
-describe('the Python client', () => {
+describe.skipIf(skipPython)('the Python client', () => {
   it('runs an approved turn against a real daemon and sees its events in seq order', async () => {
     const python = requirePython();
     home = makeHome('apy');
@@ -114,7 +107,7 @@ describe('the Python client', () => {
   });
 });
 
-describe('the wire test vectors read from Python', () => {
+describe.skipIf(skipPython)('the wire test vectors read from Python', () => {
   it('decode with Python msgpack to exactly their JSON meaning and re-encode to the same bytes', async () => {
     const python = requirePython();
     const out = await run(python, [CHECK_VECTORS], { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, 30_000, pids);

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';
 import { isProcessAlive, removeRecordIfOwned, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
 import { connectOrSpawn, handshake, readUsableRecord } from '../client/connect.js';
-import { parseDuration } from '../daemon/duration.js';
+import { parseDuration } from '../protocol/index.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
 import { CLI_VERSION, ExitCode, fail, style, type Output } from './output.js';
 

@@ -1,6 +1,6 @@
 // Output helpers for the CLI: colours only on a terminal and never under NO_COLOR; exit codes.
 import { AstraError } from '../protocol/index.js';
-import { ASTRA_VERSION } from '../daemon/version.js';
+import { ASTRA_VERSION } from '../discovery/index.js';
 
 export const CLI_VERSION = ASTRA_VERSION;
 

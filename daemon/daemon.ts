@@ -38,7 +38,7 @@ import { silentLogger, type Logger } from './logger.js';
 import { Peer } from './peer.js';
 import { createRouter, servedMethods, type Handlers } from './router.js';
 import { SubscriptionHub } from './subscriptions.js';
-import { ASTRA_VERSION } from './version.js';
+import { ASTRA_VERSION } from '../discovery/index.js';
 
 export interface DaemonOptions {
   /** Where everything lives; defaults to resolvePaths(env). */

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AstraError, type ServerResultOf, SERVER_REQUESTS } from '../protocol/index.js';
-import { hashToken, newToken, writeFileAtomic } from '../discovery/index.js';
+import { hashToken, newToken } from '../discovery/index.js';
+import { writeFileAtomic } from '../durable/index.js';
 import { LeaseManager, type LeaseChange, type LeaseHolder, type PersistedLease } from '../lease/index.js';
 import type { ApprovalRequest, Runtime } from '../runtime/index.js';
 import type { Logger } from './logger.js';

@@ -7,7 +7,7 @@ import { AstraError } from '../protocol/index.js';
 import { resolvePaths } from '../discovery/index.js';
 import { createDaemon } from './daemon.js';
 import { createLogger, logLevelFrom } from './logger.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../protocol/index.js';
 
 function parseArgs(argv: string[]): { idleTimeoutMs?: number } {
   const out: { idleTimeoutMs?: number } = {};

@@ -20,7 +20,7 @@
 // resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from memory or
 // the journal.
 import { AstraError } from '../protocol/index.js';
-import { encode } from '../ipc/index.js';
+import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
 import type { Runtime, StoredEvent } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
@@ -41,43 +41,6 @@ const BATCH_MAX_BYTES = 256 * 1024;
  * (with a small threshold the kernel's own buffer would swallow the whole queue and hide it).
  */
 const SOFT_QUEUE_BYTES = 1024 * 1024;
-
-/** Pre-encoded pieces of one session's frames. */
-interface SessionWire {
-  /** `{method: 'session/event', params: {sessionId: <id>, ` — then seq, ts, type, data from the body. */
-  single: Buffer;
-  /** `{method: 'session/events', params: {sessionId: <id>, events: ` — then an array header. */
-  batchHead: Buffer;
-  /** `{sessionId: <id>, ` — the head of each event inside a batch. */
-  eventHead: Buffer;
-}
-
-function wireFor(sessionId: string): SessionWire {
-  const sid = Buffer.concat([Buffer.from([0x85]), encode('sessionId'), encode(sessionId)]);
-  return {
-    single: Buffer.concat([Buffer.from([0x82]), encode('method'), encode('session/event'), encode('params'), sid]),
-    batchHead: Buffer.concat([
-      Buffer.from([0x82]),
-      encode('method'),
-      encode('session/events'),
-      encode('params'),
-      Buffer.from([0x82]),
-      encode('sessionId'),
-      encode(sessionId),
-      encode('events'),
-    ]),
-    eventHead: sid,
-  };
-}
-
-function arrayHeader(n: number): Buffer {
-  if (n < 16) return Buffer.from([0x90 | n]);
-  if (n < 0x10000) return Buffer.from([0xdc, n >> 8, n & 0xff]);
-  const b = Buffer.allocUnsafe(5);
-  b[0] = 0xdd;
-  b.writeUInt32BE(n, 1);
-  return b;
-}
 
 type Phase = 'replaying' | 'live' | 'paused';
 
@@ -209,7 +172,7 @@ export class SubscriptionHub {
     if (!w) {
       // A few hundred bytes per session; forget them all now and then rather than track liveness.
       if (this.wires.size >= 1024) this.wires.clear();
-      this.wires.set(sessionId, (w = wireFor(sessionId)));
+      this.wires.set(sessionId, (w = sessionWire(sessionId)));
     }
     return w;
   }

@@ -5,3 +5,4 @@ export * from './record.js';
 export * from './token.js';
 export * from './liveness.js';
 export * from './locks.js';
+export * from './version.js';

@@ -3,8 +3,8 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { AstraError } from '../protocol/index.js';
+import { fsyncDir, writeFileAtomic } from '../durable/index.js';
 import { MIN_TOKEN_CHARS } from './token.js';
 
 export interface DiscoveryRecord {
@@ -31,30 +31,6 @@ export function writeRecord(recordPath: string, record: DiscoveryRecord): void {
   // Refuse to write what readers would reject.
   const checked = validateRecord(record, recordPath);
   writeFileAtomic(recordPath, `${JSON.stringify(checked, null, 2)}\n`);
-}
-
-/**
- * Replaces a file atomically and durably: a private temp file in the same directory, fsync,
- * rename over the target, fsync the directory. Readers see the old content or the new, never a mix.
- */
-export function writeFileAtomic(file: string, content: string | Buffer, mode = 0o600): void {
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(tmp, 'wx', mode);
-    if (process.platform !== 'win32') fs.fchmodSync(fd, mode);
-    fs.writeFileSync(fd, content);
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fd = undefined;
-    fs.renameSync(tmp, file);
-  } catch (e) {
-    if (fd !== undefined) fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
-    throw e;
-  }
-  fsyncDir(dir);
 }
 
 /** The record, or undefined when there is none. A malformed record is an `invalid_record` error. */
@@ -145,15 +121,4 @@ function invalid(recordPath: string, why: string): AstraError {
       'otherwise run `astra daemon restart` to rewrite it.',
     { path: recordPath, problem: why },
   );
-}
-
-function fsyncDir(dir: string): void {
-  // Makes the rename (or unlink) itself durable. Directories cannot be opened for fsync on Windows.
-  if (process.platform === 'win32') return;
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
 }

@@ -1,5 +1,6 @@
 // ipc/: frame codec with directional limits, msgpack settings, Connection, endpoints.
-export { encode, decode, packWithReserve, packEventBody } from './msgpack.js';
+export { encode, decode, packWithReserve } from './msgpack.js';
+export { packEventBody, sessionWire, arrayHeader, type SessionWire } from './wire-bytes.js';
 export { encodeFrame } from './frame-encoder.js';
 export { FrameDecoder, type FrameDecoderOptions } from './frame-decoder.js';
 export { DirectReads } from './direct-reads.js';

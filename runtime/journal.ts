@@ -17,9 +17,9 @@
 // `size` (what readers may read) only counts bytes whose write has completed. `onWritten` tells the
 // owner when an asynchronous write has completed.
 import * as fs from 'node:fs';
-import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { AstraError } from '../protocol/index.js';
+import { fsyncDirAsync } from '../durable/index.js';
 import { crc32 } from './crc32.js';
 import { DIRECT_ALIGN, STAGE_BYTES, directIOUsable, giveStage, openDirect, padTo, refuseDirectIO, takeStage } from './direct-io.js';
 import type { RuntimeLogger } from './logger.js';
@@ -200,15 +200,6 @@ function parseRecords(
   return { consumed: pos, bad: undefined };
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 export class SessionJournal {
   readonly file: string;
   private fd: number;
@@ -252,7 +243,7 @@ export class SessionJournal {
       fs.closeSync(fd);
       throw e;
     }
-    await fsyncDir(path.dirname(file));
+    await fsyncDirAsync(path.dirname(file));
     return new SessionJournal(file, fd, JOURNAL_HEADER_BYTES, opts.directIO !== false);
   }
 

@@ -19,7 +19,6 @@ import {
   META_FORMAT_VERSION,
   SessionHost,
   sessionFromMeta,
-  writeFileAtomic,
   type HostOptions,
   type SessionMeta,
   type SubscriptionSink,

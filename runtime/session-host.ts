@@ -15,6 +15,7 @@ import type {
   TurnStatus,
 } from '../protocol/index.js';
 import { AstraError } from '../protocol/index.js';
+import { writeFileAtomic } from '../durable/index.js';
 import { RecordKind, SessionJournal, type ScannedRecord } from './journal.js';
 import type { RuntimeLogger } from './logger.js';
 import { killOrphanGroup } from './orphans.js';
@@ -268,26 +269,6 @@ const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
 const RECORD_OVERHEAD = 9;
 /** Envelope overhead beyond the journal record when an event goes on the wire (sessionId, keys). */
 const WIRE_OVERHEAD = 64;
-
-export function writeFileAtomic(file: string, data: string | Buffer, durable: boolean): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
-  try {
-    fs.writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
-    if (durable) fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-  if (durable) {
-    const dfd = fs.openSync(path.dirname(file), 'r');
-    try {
-      fs.fsyncSync(dfd);
-    } finally {
-      fs.closeSync(dfd);
-    }
-  }
-}
 
 class Subscription {
   lastSeq: number;
@@ -917,7 +898,7 @@ export class SessionHost {
   writeMeta(durable: boolean): void {
     this.meta.headSeq = this.publishedSeq;
     this.meta.journalBytes = this.journal.size;
-    writeFileAtomic(path.join(this.dir, META_FILE), JSON.stringify(this.meta), durable);
+    writeFileAtomic(path.join(this.dir, META_FILE), JSON.stringify(this.meta), { durable });
   }
 
   turnStatus(turnId: string): TurnStatus | undefined {

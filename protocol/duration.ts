@@ -1,5 +1,5 @@
 // Durations on the command line: plain milliseconds, or a number with ms/s/m/h.
-import { AstraError } from '../protocol/index.js';
+import { AstraError } from './errors.js';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 

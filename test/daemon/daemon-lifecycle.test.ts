@@ -251,7 +251,9 @@ describe('staying true and idle exit', () => {
       });`], env);
     const lines = jsonLines(holder);
     await lines.next((l) => l === 'connected');
-    await new Promise((r) => setTimeout(r, 1_500)); // deliberately longer than the idle timeout
+    // The idle timer fires while the holder is connected, and the daemon stays: it logs so.
+    const logFile = path.join(h, 'logs', 'daemon.log');
+    await waitFor('the idle timeout to pass while busy', () => fs.readFileSync(logFile, 'utf8').includes('idle timeout passed while busy'), 10_000);
     expect(isAlive(rec.pid)).toBe(true);
     const startedIdle = Date.now();
     holder.kill('SIGKILL');

@@ -53,12 +53,18 @@ export async function runDaemon(argv: string[], env: NodeJS.ProcessEnv = process
   const paths = resolvePaths(env);
   const foreground = argv.includes('--foreground');
   const log = createLogger(paths.logFile, logLevelFrom(env), foreground ? { tee: terminalTee(env) } : {});
+  let daemon: ReturnType<typeof createDaemon> | undefined;
+  let crashed = false;
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception; exiting');
-    process.exit(1);
+    // Tell the clients why (reason 'error') and flush the journals, within a bound; a second
+    // failure on the way out ends the process at once.
+    if (crashed || !daemon) process.exit(1);
+    crashed = true;
+    setTimeout(() => process.exit(1), 3_000).unref();
+    void daemon.stop('error', `internal error: ${err.message}; see the daemon log`).finally(() => process.exit(1));
   });
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
-  let daemon;
   try {
     const { idleTimeoutMs } = parseArgs(argv);
     daemon = createDaemon({ paths, env, logger: log, ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }) });

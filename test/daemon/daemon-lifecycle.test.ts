@@ -239,7 +239,8 @@ describe('staying true and idle exit', () => {
 
   it('exits after the idle timeout with no client, and not while a client is connected', async () => {
     const h = home();
-    const env = envFor(h, { ASTRA_IDLE_TIMEOUT_MS: '600' });
+    // Long enough for the holder process to start and connect on a loaded machine.
+    const env = envFor(h, { ASTRA_IDLE_TIMEOUT_MS: '2000' });
     expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
     const rec = readRecordFile(h)!;
     // Hold a connection open well past the timeout.

@@ -13,7 +13,7 @@ import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subsc
 import { AttachView, type Footer } from './attach-view.js';
 import { renderEvent } from './event-render.js';
 import { paint } from './output.js';
-import { connectClient, describeHolder, holderOf, resolveSession, type HolderLike } from './session-util.js';
+import { connectClient, describeHolder, holderOf, mostRecentSession, resolveSession, sessionLabel, type HolderLike } from './session-util.js';
 
 export interface AttachOptions {
   observe?: boolean;
@@ -37,7 +37,7 @@ interface PendingApproval {
 }
 
 /** Runs the attach view until the user detaches; resolves with the exit code. */
-export async function attach(sessionArg: string, opts: AttachOptions, io: AttachIo): Promise<number> {
+export async function attach(sessionArg: string | undefined, opts: AttachOptions, io: AttachIo): Promise<number> {
   if (opts.observe && opts.take) throw new AstraError('invalid_params', '--observe and --take contradict each other; pick one');
   const client = await connectClient(io.env, CLIENT_NAME, {
     // A terminal left open should ride out a long daemon outage.
@@ -45,7 +45,9 @@ export async function attach(sessionArg: string, opts: AttachOptions, io: Attach
   });
   let session: Session;
   try {
-    session = await resolveSession(client, sessionArg);
+    // Like `tmux attach`: no id means the most recently active session, named so nobody is surprised.
+    session = sessionArg === undefined ? await mostRecentSession(client) : await resolveSession(client, sessionArg);
+    if (sessionArg === undefined) io.stdout.write(`astra: attaching to the most recent session, ${sessionLabel(session)}\n`);
   } catch (e) {
     await client.close();
     throw e;

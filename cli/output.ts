@@ -31,6 +31,22 @@ export function style(out: Output, colour: Colour, text: string): string {
   return paint(out.color, colour, text);
 }
 
+/**
+ * Text from a session (a title, a client's name) made safe for one line of a table or status line:
+ * escape sequences dropped, newlines, tabs and other control characters turned into spaces.
+ */
+export function cleanText(s: string): string {
+  return (
+    s
+      // eslint-disable-next-line no-control-regex
+      .replace(/\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[@-Z\\-_]?/g, '')
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029]+/g, ' ')
+      .replace(/ {2,}/g, ' ')
+      .trim()
+  );
+}
+
 /** Stops a command with a one-line error. */
 export function fail(message: string): never {
   throw new AstraError('invalid_params', message);

@@ -95,7 +95,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     // The daemon notices the closed connections on its own time.
     await waitFor('no controller and no observers', async () => {
       const after = await sessionJson(env, id);
-      return after.controller === undefined && after.observers === 0 ? true : undefined;
+      return after.controller === null && after.observers === 0 ? true : undefined;
     });
   });
 
@@ -114,7 +114,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
 
     const s = await sessionJson(env, id);
     expect(s.runningTurnId).toEqual(expect.any(String));
-    expect(s.controller).toBeUndefined(); // released on detach, not left in grace
+    expect(s.controller).toBeNull(); // released on detach, not left in grace
 
     tmux.start('b', ['attach', id]);
     const replayed = await tmux.waitScreen('b', /── live ──/);

@@ -1,18 +1,18 @@
 // `astra attach <session> [--observe | --take]`: a live terminal on one session (DESIGN.md §6, §9).
 // It replays the history, then streams. The controller types command lines and answers approvals;
-// observers watch and can take control. Keys:
+// observers watch and can take control (unless attached with --observe: read-only). Keys:
 //   Enter      start a turn with the typed line (controller, idle)
 //   y / n      answer an approval prompt (controller)
 //   Ctrl-C     cancel the running turn; again (or with nothing running and an empty line) detach
 //   Ctrl-D     detach (on an empty line, also while a turn runs: it keeps running)
-//   Ctrl-T     take control (takeover)
+//   Ctrl-T     take control (takeover; refused with --observe)
 //   Ctrl-U     clear the line;  Ctrl-L  redraw
 import crypto from 'node:crypto';
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subscription } from '../client/index.js';
 import { AttachView, type Footer } from './attach-view.js';
 import { renderEvent } from './event-render.js';
-import { paint } from './output.js';
+import { cleanText, paint } from './output.js';
 import { connectClient, describeHolder, holderOf, mostRecentSession, resolveSession, sessionLabel, type HolderLike } from './session-util.js';
 
 export interface AttachOptions {
@@ -62,8 +62,14 @@ class Attach {
   private title: string;
   private controller: HolderLike | null = null;
   private controllerGraceUntil: number | undefined;
-  /** Why this terminal is not (or no longer) the controller, when it once was or tried. */
+  /** Why this terminal lost control; shown only while it is still the current state. */
   private leaseNote: string | undefined;
+  /** Who took control from this terminal (the note holds while they keep it). */
+  private takenBy: HolderLike | undefined;
+  /** Control was taken from this terminal on purpose: it does not grab it back by itself. */
+  private displaced = false;
+  /** Turns whose command was denied: the engine ends them as `cancelled`. */
+  private readonly deniedTurns = new Set<string>();
   private runningTurnId: string | undefined;
   private cancelRequested = false;
   private connection: 'connected' | 'reconnecting' = 'connected';
@@ -101,10 +107,11 @@ class Attach {
   async run(): Promise<number> {
     const done = new Promise<number>((resolve) => (this.finished = resolve));
     this.wireClient();
+    this.watchTerminal();
     // The handler goes in before acquiring: a grant re-offers pending approvals at once.
     this.cleanups.push(this.client.onApproval((req) => this.onApprovalRequest(req)));
     if (!this.opts.observe) await this.tryAcquire(Boolean(this.opts.take), true);
-    else this.notice(`observing ${this.id}; press Ctrl-T to take control`);
+    else this.notice(`observing ${this.id} read-only (--observe); Ctrl-D detaches`);
     this.refresh();
     try {
       this.sub = await this.client.subscribe(this.id, {
@@ -145,9 +152,11 @@ class Attach {
       }),
       c.on('leaseLost', ({ sessionId, reason, holder }) => {
         if (sessionId !== this.id) return;
-        const newHolder = holder ?? this.controller;
+        const newHolder = holder ?? this.controller ?? undefined;
         const by = reason === 'takeover' && newHolder ? ` by ${describeHolder(newHolder)}` : '';
         this.leaseNote = reason === 'takeover' ? `taken over${by}` : `lost (${reason})`;
+        this.takenBy = reason === 'takeover' ? newHolder : undefined;
+        if (reason === 'takeover') this.displaced = true;
         this.dropApproval(new AstraError('not_controller', 'control was lost'));
         this.notice(`control ${this.leaseNote}; now observing — Ctrl-T takes it back`, 'yellow');
         this.refresh();
@@ -162,6 +171,7 @@ class Attach {
     try {
       await this.client.acquireController(this.id, { takeover });
       this.leaseNote = undefined;
+      this.displaced = false;
       if (!initial || takeover) this.notice(takeover ? `you took control of ${this.id}` : `you control ${this.id}`, 'green');
     } catch (e) {
       if (isAstraError(e, 'lease_held')) {
@@ -178,6 +188,7 @@ class Attach {
   }
 
   private onEvent(event: SessionEvent): void {
+    const previousHolder = this.controller;
     switch (event.type) {
       case 'session.created':
         this.title = event.data.title;
@@ -198,19 +209,42 @@ class Attach {
       case 'lease.changed':
         this.controller = event.data.holder;
         this.controllerGraceUntil = event.data.reason === 'grace' ? event.data.graceUntil : undefined;
+        // History replayed is not news: only a change now can make this terminal act.
+        if (this.live) this.onControlChanged(event.data.holder);
         break;
       case 'approval.resolved':
+        // A withdrawn request (turn cancelled, daemon restarted) is a deny without anyone's name.
+        if (event.data.decision === 'deny' && event.data.by) this.deniedTurns.add(event.data.turnId);
         if (this.approval?.request.approvalId === event.data.approvalId) this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'));
         break;
     }
-    for (const r of renderEvent(event, this.view.color)) {
-      if (r.kind === 'line') this.view.line(r.text);
+    for (const r of renderEvent(event, this.view.color, { deniedTurns: this.deniedTurns, previousHolder })) {
+      // An approval is printed once: observers are told who must answer; the controller's prompt is the footer.
+      if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line')
+        this.view.line(`${r.text}${paint(this.view.color, 'dim', ` — waiting for ${describeHolder(this.controller)} to answer`)}`);
+      else if (r.kind === 'line') this.view.line(r.text);
       else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
-    if (event.type === 'approval.requested' && this.live && !this.isController) {
-      this.view.line(paint(this.view.color, 'dim', `  (waiting for ${describeHolder(this.controller)} to answer)`));
-    }
     this.refresh();
+  }
+
+  /** Control moved (live): drop a note that no longer holds; take control when it is free and wanted. */
+  private onControlChanged(holder: HolderLike | null): void {
+    if (this.isController) return;
+    const stillTaker = holder && this.takenBy?.connectionId !== undefined && holder.connectionId === this.takenBy.connectionId;
+    if (this.leaseNote && !stillTaker) {
+      this.leaseNote = undefined;
+      this.takenBy = undefined;
+    }
+    if (holder || this.ending) return;
+    if (this.opts.observe) return;
+    // Someone took control from this terminal on purpose (`astra take` frees it for the next user):
+    // grabbing it back unasked would undo that. A terminal that wanted control from the start takes it.
+    if (this.displaced) {
+      this.notice('control is free — press Ctrl-T to take it');
+      return;
+    }
+    void this.tryAcquire(false, false);
   }
 
   // ---- approvals ----
@@ -226,7 +260,8 @@ class Attach {
       reject = rej;
     });
     this.approval = { request, promise, resolve, reject };
-    this.view.line(paint(this.view.color, 'yellow', `approve \`${request.command}\` in ${request.cwd}? press y or n`));
+    // The request itself is printed from the event stream; without a footer the prompt needs a line.
+    if (!this.view.tty) this.view.line(`approve \`${request.command}\`? press y or n`);
     this.refresh();
     return promise;
   }
@@ -310,11 +345,28 @@ class Attach {
       stdin.off('end', onEnd);
       stdin.pause();
     });
-    for (const sig of ['SIGTERM', 'SIGHUP'] as const) {
-      const h = () => void this.detach(`received ${sig}`);
-      process.on(sig, h);
-      this.cleanups.push(() => process.off(sig, h));
-    }
+  }
+
+  /**
+   * Leaving by signal or a vanished terminal. SIGHUP (the window was closed) is a normal way to
+   * leave, like Ctrl-D: control is released at once rather than held for the grace period. Then
+   * the terminal is gone, so nothing more is written to it (a write would fail with EIO).
+   */
+  private watchTerminal(): void {
+    const onTerm = () => void this.detach('received SIGTERM');
+    const onHup = () => void this.detach('the terminal closed (SIGHUP)', true);
+    const onGone = (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EIO' || e.code === 'EPIPE' || e.code === 'ENXIO') void this.detach(`the terminal went away (${e.code})`, true);
+    };
+    process.on('SIGTERM', onTerm);
+    process.on('SIGHUP', onHup);
+    this.io.stdout.on('error', onGone);
+    this.io.stdin.on('error', onGone);
+    // The error handlers stay: late errors of a closed terminal must not crash a process on its way out.
+    this.cleanups.push(() => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGHUP', onHup);
+    });
   }
 
   private onData(text: string): void {
@@ -396,6 +448,10 @@ class Attach {
         this.view.redraw();
         return;
       case 'ctrl-t':
+        if (this.opts.observe) {
+          this.hint(`this terminal is read-only (--observe); to control the session, detach and run \`astra attach ${this.id}\``, true);
+          return;
+        }
         if (this.isController) {
           this.hint('you already control this session', true);
           return;
@@ -425,6 +481,10 @@ class Attach {
   }
 
   private observerHint(always: boolean): void {
+    if (this.opts.observe) {
+      this.hint(`this terminal is read-only (--observe): typing is ignored; \`astra attach ${this.id}\` in another terminal controls the session`, always);
+      return;
+    }
     this.hint(`you are observing (${describeHolder(this.controller)} controls this session): press Ctrl-T to take control, or attach with --take`, always);
   }
 
@@ -448,48 +508,55 @@ class Attach {
   private footer(): Footer {
     const me = this.isController;
     let role: string;
+    let detail = '';
     let colour: Footer['statusColour'];
     if (me) {
       role = 'you control this session';
       colour = 'green';
     } else {
+      role = this.opts.observe ? 'observing (read-only)' : 'observing';
       const who = this.controller ? describeHolder(this.controller) : undefined;
       const grace = this.controllerGraceUntil !== undefined ? ` (disconnected; reserved until ${new Date(this.controllerGraceUntil).toLocaleTimeString()})` : '';
-      if (this.leaseNote && who && this.leaseNote.endsWith(`by ${who}`)) role = `observing — control ${this.leaseNote}${grace}`;
-      else if (this.leaseNote) role = `observing — control ${this.leaseNote}; ${who ? `controlled by ${who}${grace}` : 'no controller now'}`;
-      else role = who ? `observing — controlled by ${who}${grace}` : 'observing — no controller';
+      if (this.leaseNote && this.takenBy) detail = `control ${this.leaseNote}${grace}`;
+      else if (this.leaseNote) detail = `control ${this.leaseNote}; ${who ? `controlled by ${who}${grace}` : 'no controller now'}`;
+      else detail = who ? `controlled by ${who}${grace}` : 'no controller';
       colour = this.leaseNote ? 'yellow' : 'cyan';
     }
     const turn = this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle';
     const conn = this.connection === 'reconnecting' ? ' │ reconnecting…' : this.live ? '' : ' │ replaying…';
     if (this.connection === 'reconnecting') colour = 'red';
-    const keys = me ? (this.runningTurnId ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach') : 'Ctrl-T take · Ctrl-D detach';
-    const title = this.title.length > 24 ? `${this.title.slice(0, 23)}…` : this.title;
-    const status = ` astra ${this.id}${title ? ` "${title}"` : ''} │ ${role} │ ${turn}${conn} │ ${keys}`;
+    let keys: string;
+    if (me) keys = this.approval ? 'y approve · n deny' : this.runningTurnId ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
+    else keys = this.opts.observe ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
+    const cleanTitle = cleanText(this.title);
+    const title = cleanTitle.length > 24 ? `${cleanTitle.slice(0, 23)}…` : cleanTitle;
+    // What is happening and what the keys do come first: a narrow window cuts the end, the names.
+    const status = ` ${role} │ ${turn}${conn} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${this.id}${title ? ` "${title}"` : ''}`;
     let promptPrefix: string;
-    if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', `approve \`${this.approval.request.command}\`? [y/n] `);
+    if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', 'approve the command above? [y/n] ');
     else if (me) promptPrefix = paint(this.view.color, 'bold', '❯ ');
-    else promptPrefix = paint(this.view.color, 'dim', '(observing) ');
+    else promptPrefix = paint(this.view.color, 'dim', this.opts.observe ? '(read-only) ' : '(observing) ');
     return { status, statusColour: colour, promptPrefix, input: me && !this.approval ? this.input : '' };
   }
 
   // ---- leaving ----
 
-  private async detach(why: string): Promise<void> {
+  private async detach(why: string, terminalGone = false): Promise<void> {
     if (this.ending) return;
     const running = this.runningTurnId;
     const lines = [
       paint(this.view.color, 'dim', `[astra] detached from ${this.id} (${why})${running ? '; the turn keeps running' : ''} — \`astra attach ${this.id}\` to come back`),
     ];
-    await this.end(0, lines);
+    await this.end(0, lines, terminalGone);
   }
 
-  private async end(code: number, lines: string[]): Promise<void> {
+  private async end(code: number, lines: string[], terminalGone = false): Promise<void> {
     if (this.ending) return;
     this.ending = true;
     for (const c of this.cleanups.splice(0)) c();
     this.dropApproval(new AstraError('not_controller', 'the terminal detached'));
-    this.view.close(lines);
+    if (terminalGone) this.view.abandon();
+    else this.view.close(lines);
     try {
       // Releasing (not just disconnecting) leaves the turn running and control free at once.
       await this.client.close({ releaseLeases: true });

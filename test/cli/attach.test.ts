@@ -46,14 +46,18 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
     tmux.start('b', ['attach', id]);
-    await tmux.waitStatus('b', /observing — controlled by astra attach \(pid \d+\)/);
+    // State and keys first, names last: the actionable part survives a narrow window.
+    await tmux.waitStatus('b', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ controlled by astra attach \(pid \d+\) │ ses_\w+/);
     await tmux.waitScreen('b', /controls ses_\w+; observing — press Ctrl-T/);
 
     tmux.type('a', 'echo hello; sleep 1; echo done', true);
-    await tmux.waitScreen('a', /approve `echo hello; sleep 1; echo done`\? \[y\/n\]/);
-    await tmux.waitStatus('a', /approval needed/);
+    await tmux.waitScreen('a', /approve the command above\? \[y\/n\]/);
+    await tmux.waitStatus('a', /approval needed │ y approve · n deny/);
+    // The approval is printed once (it was three times: event, prompt line and footer).
+    expect(tmux.screen('a').match(/`echo hello; sleep 1; echo done`/g)).toHaveLength(1);
     // The observer sees the prompt as information only.
-    await tmux.waitScreen('b', /approval requested: run `echo hello; sleep 1; echo done`[^\n]*\n {2}\(waiting for astra attach \(pid \d+\) to answer\)/);
+    await tmux.waitScreen('b', /approval requested: run `echo hello; sleep 1; echo done`[^\n]* — waiting for astra attach \(pid \d+\) to answer\n/);
+    expect(tmux.screen('b').match(/`echo hello; sleep 1; echo done`/g)).toHaveLength(1);
     expect(tmux.screen('b')).not.toMatch(/\[y\/n\]/);
 
     tmux.type('a', 'y');
@@ -78,12 +82,12 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.key('b', 'C-t');
     await tmux.waitStatus('b', /you control this session/);
     const bPid = (await sessionJson(env, id)).controller as { pid: number };
-    await tmux.waitStatus('a', new RegExp(`observing — control taken over by astra attach \\(pid ${bPid.pid}\\)`));
+    await tmux.waitStatus('a', new RegExp(`^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ control taken over by astra attach \\(pid ${bPid.pid}\\)`));
     await tmux.waitScreen('a', /control taken over by astra attach \(pid \d+\); now observing — Ctrl-T takes it back/);
 
     // The new controller works; the former one now only watches.
     tmux.type('b', 'echo second', true);
-    await tmux.waitScreen('b', /approve `echo second`\? \[y\/n\]/);
+    await tmux.waitScreen('b', /approval requested: run `echo second`[\s\S]*approve the command above\? \[y\/n\]/);
     tmux.type('b', 'y');
     await tmux.waitScreen('a', /^second$/m);
     await tmux.waitScreen('a', /turn completed \(exit 0\)[\s\S]*turn completed \(exit 0\)/);
@@ -142,7 +146,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
     tmux.start('o', ['attach', '--observe', id.slice(0, 12)]);
-    await tmux.waitStatus('o', /observing — controlled by/);
+    await tmux.waitStatus('o', /^ observing \(read-only\) │ idle │ Ctrl-D detach │ controlled by/);
 
     tmux.type('a', 'echo begin; sleep 30', true);
     await tmux.waitScreen('a', /\[y\/n\]/);
@@ -166,8 +170,75 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.start('t', ['attach', '--take', id]);
     await tmux.waitStatus('t', /you control this session/);
     await tmux.waitStatus('a', /control taken over by astra attach/);
-    await tmux.waitStatus('o', /observing — controlled by astra attach/);
+    await tmux.waitStatus('o', /observing \(read-only\) │ idle │ Ctrl-D detach │ controlled by astra attach/);
     expect(tmux.screen('o')).not.toMatch(/you took control|you control/);
+
+    // --observe is read-only, as `tmux attach -r`: Ctrl-T is refused with a hint, and control stays put.
+    const holder = (await sessionJson(env, id)).controller as { pid: number };
+    tmux.type('o', 'x');
+    await tmux.waitScreen('o', /read-only \(--observe\): typing is ignored/);
+    tmux.key('o', 'C-t');
+    await tmux.waitScreen('o', /this terminal is read-only \(--observe\); to control the session, detach and run `astra attach ses_\w+`/);
+    expect(((await sessionJson(env, id)).controller as { pid: number }).pid).toBe(holder.pid);
+    await tmux.waitStatus('o', /^ observing \(read-only\)/);
+  });
+});
+
+describe.skipIf(skipTmux)('astra attach: who controls, and saying so', () => {
+  it('closing the window (SIGHUP) releases control at once, and a waiting attach takes it', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    const aPid = ((await sessionJson(env, id)).controller as { pid: number }).pid;
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │/);
+
+    tmux.close('a');
+    // Well inside the 30 s grace a crash would get: the window was closed on purpose.
+    await tmux.waitStatus('b', /^ you control this session │ idle/, 10_000);
+    const screen = tmux.screen('b');
+    expect(screen, screen).toMatch(new RegExp(`astra attach \\(pid ${aPid}\\) released control`));
+    expect(screen).not.toMatch(/lost its connection/);
+    expect(screen).toMatch(/you control ses_\w+/);
+    expect(((await sessionJson(env, id)).controller as { pid: number }).pid).not.toBe(aPid);
+    tmux.type('b', 'echo from b', true);
+    await tmux.waitScreen('b', /^from b$/m);
+  });
+
+  it('a terminal whose control was taken shows the current state once the taker leaves, and does not grab control back; a 100-column status line keeps state and keys', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--approval', 'auto', '--title', 'a rather long title for the status line']);
+    tmux.start('a', ['attach', id], {}, 100);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', '--take', id]);
+    await tmux.waitStatus('b', /you control this session/);
+    const taken = await tmux.waitStatus('a', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ control taken over by astra attach \(pid \d+\)/);
+    expect(taken.length).toBeLessThanOrEqual(100);
+
+    tmux.key('b', 'C-d');
+    await tmux.waitScreen('b', /\[exited 0\]/);
+    await tmux.waitScreen('a', /control is free — press Ctrl-T to take it/);
+    const now = await tmux.waitStatus('a', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ no controller │ ses_\w+/);
+    expect(now).not.toMatch(/taken over/);
+    expect((await sessionJson(env, id)).controller).toBeNull();
+
+    tmux.key('a', 'C-t');
+    await tmux.waitStatus('a', /^ you control this session │ idle │ Ctrl-D detach │ ses_\w+ "a rather/);
+  });
+
+  it('a denied command is reported as denied, not as a cancelled turn', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', 'echo nope', true);
+    await tmux.waitStatus('a', /approval needed/);
+    tmux.type('a', 'n');
+    const screen = await tmux.waitScreen('a', /✘ turn denied: the command was not run/);
+    expect(screen).toMatch(/^denied by astra attach$/m);
+    expect(screen).not.toMatch(/turn cancelled/);
+    expect(screen).not.toMatch(/^nope$/m);
   });
 });
 

@@ -25,6 +25,24 @@ describe('naming a session', () => {
     expect(ambiguous.stderr).toContain(`  ${a} "build"\n`);
   });
 
+  it('attach without an id attaches to the most recently active session and says which', async () => {
+    const { env } = setup();
+    const older = await newSession(env, ['--approval', 'auto', '--title', 'older']);
+    await newSession(env, ['--title', 'newer']);
+    // Activity, not creation, makes a session the most recent.
+    expect((await runCli(['send', older, 'true', '--wait'], env)).code).toBe(0);
+    const a = startCli(['attach'], env);
+    await waitFor('attach to name the session', () => a.out().includes('── live ──') || undefined);
+    expect(a.out()).toMatch(new RegExp(`^astra: attaching to the most recent session, ${older} "older"\n`));
+    a.child.stdin!.end();
+    expect(await a.exited).toBe(0);
+
+    const { env: empty } = setup();
+    const none = await runCli(['attach'], empty);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toBe('astra: there are no sessions yet; create one with `astra new`\n');
+  });
+
   it('a whitespace-only send is refused and starts no turn', async () => {
     const { env } = setup();
     const id = await newSession(env, ['--approval', 'auto']);

@@ -498,7 +498,7 @@ class Attach {
   // ---- output ----
 
   private notice(text: string, colour: 'green' | 'yellow' | 'red' | 'cyan' = 'cyan'): void {
-    this.view.line(paint(this.view.color, colour, `[astra] ${text}`));
+    this.view.line(paint(this.view.color, colour, `astra: ${text}`));
   }
 
   private refresh(): void {
@@ -545,7 +545,7 @@ class Attach {
     if (this.ending) return;
     const running = this.runningTurnId;
     const lines = [
-      paint(this.view.color, 'dim', `[astra] detached from ${this.id} (${why})${running ? '; the turn keeps running' : ''} — \`astra attach ${this.id}\` to come back`),
+      paint(this.view.color, 'dim', `astra: detached from ${this.id} (${why})${running ? '; the turn keeps running' : ''} — \`astra attach ${this.id}\` to come back`),
     ];
     await this.end(0, lines, terminalGone);
   }

@@ -6,7 +6,7 @@ import { AstraError, isAstraError, type DaemonStatus, type Session, type Session
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach.js';
 import { eventToJson, turnEndText } from './event-render.js';
-import { ExitCode, cleanText, fail, style, type Output } from './output.js';
+import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';
 import { SESSION_ARG, registerManageCommands } from './manage-commands.js';
 import { acquireOrExplain, connectClient, describeHolder, formatAgo, listAllSessions, resolveSession, withClient } from './session-util.js';
 
@@ -56,10 +56,17 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
     .argument('[session]', `${SESSION_ARG}; without one, the most recently active session`)
     .option('--observe', 'only watch; never take control')
     .option('--take', 'take control even if another terminal has it (it is told)')
-    .addHelpText(
-      'after',
-      '\nKeys: Enter starts a turn · y/n answer an approval · Ctrl-C cancels the running turn (again: detach) ·\n' +
-        'Ctrl-D detaches on an empty line (the turn keeps running) · Ctrl-T takes control · Ctrl-U clears the line · Ctrl-L redraws',
+    .addHelpText('after', () =>
+      wrapText(
+        '\nKeys:\n' +
+          '  Enter    start a turn with the typed line;  y / n  answer an approval\n' +
+          '  Ctrl-C   cancel the running turn (again, or with nothing running: detach)\n' +
+          '  Ctrl-D   detach on an empty line (a running turn keeps running)\n' +
+          '  Ctrl-T   take control (not with --observe, which is read-only)\n' +
+          '  Ctrl-U   clear the line;  Ctrl-L  redraw\n' +
+          'Without --observe, a terminal that watches because someone else has control takes it when it becomes free. ' +
+          'Closing the window releases control, as Ctrl-D does.',
+      ),
     )
     .action(async (sessionArg: string | undefined, o: { observe?: boolean; take?: boolean }) => {
       setExit(await attach(sessionArg, o, { stdin: process.stdin, stdout: process.stdout, env }));
@@ -102,10 +109,11 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
     .command('take')
     .description('take control of a session away from its controller and leave it free (the old controller is told)')
     .argument('<session>', SESSION_ARG)
-    .addHelpText(
-      'after',
-      '\nA one-shot command cannot keep a lease, so `take` revokes the current controller and releases control at once:\n' +
-        'the next `astra attach` (or `send`, `cancel`) gets it. A running turn keeps running.',
+    .addHelpText('after', () =>
+      wrapText(
+        '\nA one-shot command cannot keep a lease, so `take` revokes the current controller and releases control at once: ' +
+          'the next `astra attach` (or `send`, `cancel`) gets it. A running turn keeps running.',
+      ),
     )
     .action(async (sessionArg: string) => {
       await withClient(env, 'astra take', async (c) => {

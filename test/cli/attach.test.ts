@@ -242,6 +242,25 @@ describe.skipIf(skipTmux)('astra attach: who controls, and saying so', () => {
   });
 });
 
+describe.skipIf(skipTmux)('astra rm on a terminal', () => {
+  it('asks before deleting: anything but y keeps the session, y deletes it', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--title', 'precious']);
+    tmux.start('k', ['rm', 'precious']);
+    await tmux.waitScreen('k', new RegExp(`delete ${id} "precious" and its whole history for good\\? \\[y/N\\]`));
+    tmux.type('k', 'no', true);
+    await tmux.waitScreen('k', new RegExp(`kept ${id}\\n\\[exited 0\\]`));
+    expect(await sessionJson(env, id)).toMatchObject({ title: 'precious' });
+
+    tmux.start('d', ['rm', id]);
+    await tmux.waitScreen('d', /\[y\/N\]/);
+    tmux.type('d', 'y', true);
+    await tmux.waitScreen('d', new RegExp(`deleted ${id} "precious"\\n\\[exited 0\\]`));
+    const r = await runCli(['sessions', '--json', '--all'], env);
+    expect(JSON.parse(r.stdout)).toEqual([]);
+  });
+});
+
 describe.skipIf(skipTmux)('astra attach across daemon trouble', () => {
   it('a daemon restart is a one-line notice; the view reconnects, keeps control and goes on', async () => {
     const { env, tmux } = setup();

@@ -7,12 +7,18 @@
 //   Ctrl-D     detach (on an empty line, also while a turn runs: it keeps running)
 //   Ctrl-T     take control (takeover; refused with --observe)
 //   Ctrl-U     clear the line;  Ctrl-L  redraw
+// Over 400 lines on purpose: one terminal's state (control, turn, approval, input, leaving) is one
+// class with one owner of each piece; the status line (attach-status.ts), key decoding
+// (attach-keys.ts) and the screen (attach-view.ts) are apart. Issue 17's terminal work will split
+// the key handling further when commands get a pseudo-terminal.
 import crypto from 'node:crypto';
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subscription } from '../client/index.js';
+import { decodeKeys, type Key } from './attach-keys.js';
+import { statusFooter } from './attach-status.js';
 import { AttachView, type Footer } from './attach-view.js';
 import { renderEvent } from './event-render.js';
-import { cleanText, paint } from './output.js';
+import { paint } from './output.js';
 import { connectClient, describeHolder, holderOf, mostRecentSession, resolveSession, sessionLabel, type HolderLike } from './session-util.js';
 
 export interface AttachOptions {
@@ -370,29 +376,9 @@ class Attach {
   }
 
   private onData(text: string): void {
-    for (let i = 0; i < text.length; i++) {
-      const ch = text[i]!;
-      const code = ch.charCodeAt(0);
-      if (ch === '\x1b') {
-        // An escape sequence (arrows, function keys): skip it whole.
-        const next = text[i + 1];
-        if (next === '[' || next === 'O') {
-          i += 2;
-          while (i < text.length && !/[@-~]/.test(text[i]!)) i++;
-        }
-        continue;
-      }
-      if (ch === '\r' || ch === '\n') {
-        // "\r\n" from a pasted line is one Enter.
-        if (ch === '\r' && text[i + 1] === '\n') i++;
-        this.onKey('enter');
-      } else if (ch === '\x7f' || ch === '\b') this.onKey('backspace');
-      else if (ch === '\x03') this.onKey('ctrl-c');
-      else if (ch === '\x04') this.onKey('ctrl-d');
-      else if (ch === '\x14') this.onKey('ctrl-t');
-      else if (ch === '\x15') this.onKey('ctrl-u');
-      else if (ch === '\x0c') this.onKey('ctrl-l');
-      else if (code >= 0x20) this.onChar(ch);
+    for (const k of decodeKeys(text)) {
+      if (k.length === 1) this.onChar(k);
+      else this.onKey(k as Key);
     }
   }
 
@@ -412,7 +398,7 @@ class Attach {
     this.refresh();
   }
 
-  private onKey(key: 'enter' | 'backspace' | 'ctrl-c' | 'ctrl-d' | 'ctrl-t' | 'ctrl-u' | 'ctrl-l'): void {
+  private onKey(key: Key): void {
     if (this.ending) return;
     switch (key) {
       case 'enter': {
@@ -507,36 +493,23 @@ class Attach {
 
   private footer(): Footer {
     const me = this.isController;
-    let role: string;
-    let detail = '';
-    let colour: Footer['statusColour'];
-    if (me) {
-      role = 'you control this session';
-      colour = 'green';
-    } else {
-      role = this.opts.observe ? 'observing (read-only)' : 'observing';
-      const who = this.controller ? describeHolder(this.controller) : undefined;
-      const grace = this.controllerGraceUntil !== undefined ? ` (disconnected; reserved until ${new Date(this.controllerGraceUntil).toLocaleTimeString()})` : '';
-      if (this.leaseNote && this.takenBy) detail = `control ${this.leaseNote}${grace}`;
-      else if (this.leaseNote) detail = `control ${this.leaseNote}; ${who ? `controlled by ${who}${grace}` : 'no controller now'}`;
-      else detail = who ? `controlled by ${who}${grace}` : 'no controller';
-      colour = this.leaseNote ? 'yellow' : 'cyan';
-    }
-    const turn = this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle';
-    const conn = this.connection === 'reconnecting' ? ' │ reconnecting…' : this.live ? '' : ' │ replaying…';
-    if (this.connection === 'reconnecting') colour = 'red';
-    let keys: string;
-    if (me) keys = this.approval ? 'y approve · n deny' : this.runningTurnId ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
-    else keys = this.opts.observe ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
-    const cleanTitle = cleanText(this.title);
-    const title = cleanTitle.length > 24 ? `${cleanTitle.slice(0, 23)}…` : cleanTitle;
-    // What is happening and what the keys do come first: a narrow window cuts the end, the names.
-    const status = ` ${role} │ ${turn}${conn} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${this.id}${title ? ` "${title}"` : ''}`;
-    let promptPrefix: string;
-    if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', 'approve the command above? [y/n] ');
-    else if (me) promptPrefix = paint(this.view.color, 'bold', '❯ ');
-    else promptPrefix = paint(this.view.color, 'dim', this.opts.observe ? '(read-only) ' : '(observing) ');
-    return { status, statusColour: colour, promptPrefix, input: me && !this.approval ? this.input : '' };
+    return statusFooter(
+      {
+        id: this.id,
+        title: this.title,
+        me,
+        readOnly: Boolean(this.opts.observe),
+        controller: this.controller,
+        controllerGraceUntil: this.controllerGraceUntil,
+        leaseNote: this.leaseNote,
+        takenBy: this.takenBy,
+        turn: this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle',
+        connection: this.connection === 'reconnecting' ? 'reconnecting' : this.live ? 'live' : 'replaying',
+        approvalAsked: Boolean(this.approval && me),
+        input: me && !this.approval ? this.input : '',
+      },
+      this.view.color,
+    );
   }
 
   // ---- leaving ----

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
 import { Tmux } from './tmux.js';
 
@@ -202,6 +202,8 @@ describe.skipIf(skipTmux)('astra attach: who controls, and saying so', () => {
     expect(screen).not.toMatch(/lost its connection/);
     expect(screen).toMatch(/you control ses_\w+/);
     expect(((await sessionJson(env, id)).controller as { pid: number }).pid).not.toBe(aPid);
+    // And the closed window's attach is gone, not left behind writing to a dead terminal.
+    await waitFor('the hung-up attach to exit', () => !isAlive(aPid) || undefined);
     tmux.type('b', 'echo from b', true);
     await tmux.waitScreen('b', /^from b$/m);
   });

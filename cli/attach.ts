@@ -76,6 +76,8 @@ class Attach {
   private displaced = false;
   /** Turns whose command was denied: the engine ends them as `cancelled`. */
   private readonly deniedTurns = new Set<string>();
+  /** Approvals printed while this terminal only watched: if control comes here, say it is ours now. */
+  private readonly watchedApprovals = new Set<string>();
   private runningTurnId: string | undefined;
   private cancelRequested = false;
   private connection: 'connected' | 'reconnecting' = 'connected';
@@ -226,8 +228,10 @@ class Attach {
     }
     for (const r of renderEvent(event, this.view.color, { deniedTurns: this.deniedTurns, previousHolder })) {
       // An approval is printed once: observers are told who must answer; the controller's prompt is the footer.
-      if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line')
+      if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line') {
+        this.watchedApprovals.add(event.data.approvalId);
         this.view.line(`${r.text}${paint(this.view.color, 'dim', ` — waiting for ${describeHolder(this.controller)} to answer`)}`);
+      }
       else if (r.kind === 'line') this.view.line(r.text);
       else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
@@ -266,8 +270,10 @@ class Attach {
       reject = rej;
     });
     this.approval = { request, promise, resolve, reject };
-    // The request itself is printed from the event stream; without a footer the prompt needs a line.
+    // The request itself is printed from the event stream; without a footer the prompt needs a line,
+    // and one printed as someone else's question needs saying that it is ours now.
     if (!this.view.tty) this.view.line(`approve \`${request.command}\`? press y or n`);
+    else if (this.watchedApprovals.has(request.approvalId)) this.notice(`you control ${this.id} now: the approval of \`${request.command}\` is yours to answer (y or n)`, 'yellow');
     this.refresh();
     return promise;
   }

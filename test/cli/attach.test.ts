@@ -229,6 +229,22 @@ describe.skipIf(skipTmux)('astra attach: who controls, and saying so', () => {
     await tmux.waitStatus('a', /^ you control this session │ idle │ Ctrl-D detach │ ses_\w+ "a rather/);
   });
 
+  it('control that comes to a watching terminal brings the pending approval, said once, and it answers it', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │/);
+    tmux.type('a', 'echo handed over', true);
+    await tmux.waitScreen('b', /approval requested: run `echo handed over`[^\n]* — waiting for astra attach/);
+    tmux.key('a', 'C-d');
+    await tmux.waitScreen('b', /you control ses_\w+ now: the approval of `echo handed over` is yours to answer \(y or n\)/);
+    await tmux.waitStatus('b', /^ you control this session │ approval needed │ y approve · n deny/);
+    tmux.type('b', 'y');
+    await tmux.waitScreen('b', /^handed over$/m);
+  });
+
   it('a denied command is reported as denied, not as a cancelled turn', async () => {
     const { env, tmux } = setup();
     const id = await newSession(env);

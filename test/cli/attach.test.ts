@@ -208,6 +208,22 @@ describe.skipIf(skipTmux)('astra attach: who controls, and saying so', () => {
     await tmux.waitScreen('b', /^from b$/m);
   });
 
+  it('after a crash, a terminal attached meanwhile takes control when the grace period ends', async () => {
+    const { env: base, tmux } = setup();
+    const env = { ...base, ASTRA_LEASE_GRACE_MS: '1500' };
+    const id = await newSession(env, ['--approval', 'auto']);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    const aPid = ((await sessionJson(env, id)).controller as { pid: number }).pid;
+    process.kill(aPid, 'SIGKILL'); // a crash: no release, the lease waits in grace
+    await waitFor('the lease to be in grace', async () => ((await sessionJson(env, id)).controller as { graceUntil?: number } | null)?.graceUntil !== undefined || undefined);
+
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ controlled by astra attach \(pid \d+\) \(disconnected; reserved until/);
+    await tmux.waitStatus('b', /^ you control this session │ idle/, 10_000);
+    expect(tmux.screen('b')).toMatch(/did not come back; control is free/);
+  });
+
   it('a terminal whose control was taken shows the current state once the taker leaves, and does not grab control back; a 100-column status line keeps state and keys', async () => {
     const { env, tmux } = setup();
     const id = await newSession(env, ['--approval', 'auto', '--title', 'a rather long title for the status line']);

@@ -35,7 +35,10 @@ import {
   writeRecordHead,
   type ScannedRecord,
 } from './journal-format.js';
+import { REJECTED, scanRecords, type JournalDamage } from './journal-scan.js';
 import type { RuntimeLogger } from './logger.js';
+
+export type { JournalDamage } from './journal-scan.js';
 
 export {
   JOURNAL_MAGIC,
@@ -56,11 +59,16 @@ export interface JournalWriteOptions {
 
 export interface JournalOpenOptions extends JournalWriteOptions {
   logger: RuntimeLogger;
-  /** Called for each valid record in order. Return false to treat this record as the start of a corrupt tail. */
+  /** Called for each valid record in order. Return false to reject it: it is skipped (never truncated) and readRecords skips it too. */
   onRecord(rec: ScannedRecord): boolean | void;
+  /**
+   * Called for each damaged range in the middle of the file (bad records with valid ones after them),
+   * in file order, before the records after it. The file is not changed: a later open reports the
+   * same range again. A torn tail is not damage: it is truncated (and logged).
+   */
+  onDamage?(d: JournalDamage): void;
 }
 
-const SCAN_CHUNK_BYTES = 4 * 1024 * 1024;
 /** Records are queued in arenas of this size (a tick's worth of small events in one buffer). */
 const ARENA_BYTES = 256 * 1024;
 /** An arena started for a record bigger than a quarter of ARENA_BYTES (output chunks) has this size. */
@@ -89,6 +97,8 @@ export class SessionJournal {
   private syncing: Promise<void> | undefined;
   private closed = false;
   private failure: Error | undefined;
+  /** Ranges found damaged at open (in file order): readRecords steps over them. */
+  private damaged: readonly JournalDamage[] = [];
 
   private constructor(file: string, fd: number, size: number, direct: boolean) {
     this.file = file;
@@ -115,8 +125,9 @@ export class SessionJournal {
 
   /**
    * Opens an existing journal: checks the header (never touching a newer format), streams every
-   * record to onRecord, and truncates a torn or corrupt tail (the cut bytes are kept beside the
-   * journal as `<file>.tail-<ms>` so nothing is destroyed silently).
+   * record to onRecord, reports damage in the middle to onDamage (see journal-scan.ts), and truncates
+   * a torn tail (the cut bytes are kept beside the journal as `<file>.tail-<ms>` so nothing is
+   * destroyed silently).
    */
   static async open(file: string, opts: JournalOpenOptions): Promise<SessionJournal> {
     const fd = fs.openSync(file, 'r+');
@@ -126,27 +137,23 @@ export class SessionJournal {
       const got = fs.readSync(fd, header, 0, JOURNAL_HEADER_BYTES, 0);
       const version = checkHeader(file, header.subarray(0, got));
 
-      let offset = JOURNAL_HEADER_BYTES;
-      let carry: Buffer = Buffer.alloc(0);
-      let bad: string | undefined;
-      let goodEnd = JOURNAL_HEADER_BYTES;
-      const chunk = Buffer.allocUnsafe(SCAN_CHUNK_BYTES);
-      while (offset < size && bad === undefined) {
-        const n = await new Promise<number>((resolve, reject) =>
-          fs.read(fd, chunk, 0, Math.min(SCAN_CHUNK_BYTES, size - offset), offset, (err, bytes) => (err ? reject(err) : resolve(bytes))),
-        );
-        if (n === 0) break;
-        const base = goodEnd;
-        // Copy: records handed to onRecord must not alias the reusable chunk buffer.
-        const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : Buffer.from(chunk.subarray(0, n));
-        offset += n;
-        const r = parseRecords(buf, base, true, (rec) => opts.onRecord(rec) !== false);
-        goodEnd = base + r.consumed;
-        bad = r.bad;
-        carry = buf.subarray(r.consumed);
-        if (carry.length >= RECORD_HEADER_BYTES && carry.readUInt32BE(0) > MAX_RECORD_BYTES) bad = 'record length out of range';
-      }
-      if (bad === undefined && goodEnd < size) bad = `torn record (${size - goodEnd} bytes at the end)`;
+      const scan = await scanRecords(
+        fd,
+        JOURNAL_HEADER_BYTES,
+        size,
+        (rec) => opts.onRecord(rec) !== false,
+        (d) => {
+          opts.logger.warn(
+            { file, offset: d.offset, bytes: d.bytes, reason: d.reason },
+            `journal ${file} is damaged at bytes ${d.offset}–${d.offset + d.bytes}: skipped that range, kept every record after it (the file is left as it is)`,
+          );
+          opts.onDamage?.(d);
+        },
+      );
+      for (const d of scan.damage)
+        if (d.reason === REJECTED) opts.logger.warn({ file, offset: d.offset, bytes: d.bytes, reason: d.reason }, `journal ${file}: records at bytes ${d.offset}–${d.offset + d.bytes} were rejected by the session and are skipped`);
+      const goodEnd = scan.end;
+      const bad = scan.tornReason;
       if (goodEnd < size) {
         const tailFile = `${file}.tail-${Date.now()}`;
         try {
@@ -164,7 +171,9 @@ export class SessionJournal {
         fs.fsyncSync(fd);
       }
       // A format 1 file stays format 1: no pad records, so no direct writes.
-      return new SessionJournal(file, fd, goodEnd, opts.directIO !== false && version >= 2);
+      const j = new SessionJournal(file, fd, goodEnd, opts.directIO !== false && version >= 2);
+      j.damaged = scan.damage;
+      return j;
     } catch (e) {
       fs.closeSync(fd);
       throw e;
@@ -183,6 +192,11 @@ export class SessionJournal {
   /** The file offset where the next appended record will go (a pad may come first). */
   get nextOffset(): number {
     return this.written + (this.directWriter?.unfinishedBytes ?? 0) + this.pendingBytes;
+  }
+
+  /** The damaged ranges found when the journal was opened, in file order (see JournalOpenOptions.onDamage). */
+  get damage(): readonly JournalDamage[] {
+    return this.damaged;
   }
 
   /** Whether large records are written with direct I/O. */
@@ -399,10 +413,18 @@ export class SessionJournal {
 
   /**
    * Reads whole records from `offset` until `maxBytes` have been read or `end` (exclusive) is
-   * reached; only bytes already written are visible. Returns the records and the next offset.
+   * reached; only bytes already written are visible, and damaged ranges found at open are stepped
+   * over. Returns the records and the next offset.
    */
   async readRecords(offset: number, maxBytes: number, end = this.written): Promise<{ records: ScannedRecord[]; nextOffset: number }> {
-    const limit = Math.min(end, this.written);
+    let limit = Math.min(end, this.written);
+    // Damaged ranges were found at open: step over one, and never read into the next.
+    for (const d of this.damaged) {
+      if (offset >= d.offset + d.bytes) continue;
+      if (offset >= d.offset) return this.readRecords(d.offset + d.bytes, maxBytes, end);
+      limit = Math.min(limit, d.offset);
+      break;
+    }
     if (offset >= limit) return { records: [], nextOffset: offset };
     const want = Math.min(limit - offset, Math.max(maxBytes, RECORD_HEADER_BYTES));
     let buf = Buffer.allocUnsafe(want);
@@ -430,6 +452,12 @@ export class SessionJournal {
     // Only pads so far (the window began at the pad before a large record): read on from the record,
     // so that it, not the pad, decides how much to read.
     if (records.length === 0 && r.consumed > 0) return this.readRecords(offset + r.consumed, maxBytes, end);
+    // Stopped at a damaged range with room left in the window: go on after it, as if it were not there.
+    if (offset + r.consumed === limit && limit < Math.min(end, this.written) && r.consumed < maxBytes) {
+      const more = await this.readRecords(limit, maxBytes - r.consumed, end);
+      for (const rec of more.records) records.push(rec);
+      return { records, nextOffset: more.nextOffset };
+    }
     return { records, nextOffset: offset + r.consumed };
   }
 

@@ -78,6 +78,18 @@ const OWN_BUFFER_BYTES = 1024 * 1024;
 /** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously. */
 const MAX_QUEUED_BEHIND = 32 * 1024 * 1024;
 
+/** The disk_full error for `file` after `code` (ENOSPC or EDQUOT); `then` says what happens to the data. */
+function diskFull(file: string, code: string, then: string): AstraError {
+  const what = code === 'EDQUOT' ? 'the disk quota is exhausted (EDQUOT)' : 'the disk is full (ENOSPC)';
+  return new AstraError('disk_full', `${file}: ${what}; free space on its file system and retry — ${then}.`, { path: file });
+}
+
+/** `e` as disk_full when it is a full disk, else `e` itself. */
+function asDiskFull(e: unknown, file: string): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ENOSPC' || code === 'EDQUOT' ? diskFull(file, code, 'nothing was created') : e;
+}
+
 export class SessionJournal {
   readonly file: string;
   private fd: number;
@@ -96,7 +108,10 @@ export class SessionJournal {
   private arenaEnd = 0;
   private syncing: Promise<void> | undefined;
   private closed = false;
+  /** Set when a write failed for a reason waiting will not cure: every later write throws it. */
   private failure: Error | undefined;
+  /** Set while the disk is full (see `blocked`). */
+  private blockedBy: AstraError | undefined;
   /** Ranges found damaged at open (in file order): readRecords steps over them. */
   private damaged: readonly JournalDamage[] = [];
 
@@ -109,17 +124,27 @@ export class SessionJournal {
     if (directFd !== undefined) this.directWriter = new DirectWriter(fd, directFd);
   }
 
-  /** Creates a new journal (fails if the file exists), fsyncing the file and its directory. */
+  /**
+   * Creates a new journal (fails if the file exists), fsyncing the file and its directory. On
+   * failure no file is left; a full disk throws disk_full.
+   */
   static async create(file: string, opts: JournalWriteOptions = {}): Promise<SessionJournal> {
-    const fd = fs.openSync(file, 'wx+', 0o600);
+    let fd: number;
+    try {
+      fd = fs.openSync(file, 'wx+', 0o600);
+    } catch (e) {
+      throw asDiskFull(e, file);
+    }
     try {
       fs.writeSync(fd, encodeHeader(JOURNAL_FORMAT_VERSION));
       fs.fsyncSync(fd);
+      await fsyncDirAsync(path.dirname(file));
     } catch (e) {
+      // A create that fails leaves nothing behind: an empty journal would read as corrupt at every start.
       fs.closeSync(fd);
-      throw e;
+      fs.rmSync(file, { force: true });
+      throw asDiskFull(e, file);
     }
-    await fsyncDirAsync(path.dirname(file));
     return new SessionJournal(file, fd, JOURNAL_HEADER_BYTES, opts.directIO !== false);
   }
 
@@ -312,9 +337,11 @@ export class SessionJournal {
    * whose direct write is started; what comes after it is written when it completes. While a direct
    * write is in flight, this does nothing — unless more than MAX_QUEUED_BEHIND bytes wait behind it:
    * those are written at once, synchronously, past it (a producer faster than the disk is held back
-   * rather than buffered without bound). Throws (and poisons the journal) on I/O failure.
+   * rather than buffered without bound). Throws on I/O failure: disk full blocks the journal (see
+   * `blocked`), any other error poisons it.
    */
   flush(): void {
+    if (this.blockedBy) throw this.blockedBy;
     if (this.pendingBytes === 0) return;
     if (this.failure) throw this.failure;
     this.sealArena();
@@ -328,38 +355,61 @@ export class SessionJournal {
     let k = 0;
     let n = 0;
     while (k < list.length && Buffer.isBuffer(list[k])) n += (list[k++] as Buffer).length;
+    // Nothing leaves the queue before its write succeeded: a full disk must lose nothing.
+    if (n > 0) this.guard(() => writeAllSync(this.fd, k === list.length ? (list as Buffer[]) : (list.slice(0, k) as Buffer[]), this.written), this.written);
     const large = list[k] as DirectRecord | undefined;
-    this.pending = large ? list.slice(k + 1) : [];
-    this.pendingBytes -= n + (large ? large.bytes : 0);
-    this.guard(() => {
-      if (n > 0) writeAllSync(this.fd, k === list.length ? (list as Buffer[]) : (list.slice(0, k) as Buffer[]), this.written);
-    });
+    this.pending = large ? list.slice(k) : [];
+    this.pendingBytes -= n;
     this.written += n;
     if (large) this.startDirect(dw!, large);
   }
 
-  /** Runs a write; a failure poisons the journal (a partial write leaves bytes the next open truncates as a torn tail). */
-  private guard(write: () => void): void {
+  /** Runs a write that starts at `from`; on failure, see writeFailed. */
+  private guard(write: () => void, from: number): void {
     try {
       write();
     } catch (e) {
-      this.failure = e as Error;
-      throw e;
+      throw this.writeFailed(e, from);
     }
   }
 
-  /** Hands `d` (at `written`) to the direct writer; once it is on disk, writes what was queued behind it. */
-  private startDirect(dw: DirectWriter, d: DirectRecord): void {
-    if (dw.start(d, (err, advanced) => this.directDone(err, advanced))) return;
-    this.guard(() => writeAllSync(this.fd, recordBuffers(d), d.at));
-    this.written += d.bytes;
-    this.flush();
+  /**
+   * After a write from `from` failed: a full disk (ENOSPC, EDQUOT) blocks the journal — the bytes
+   * it wrote past `from` are cut off (the file ends on a whole record again) and the queue is kept
+   * for retry(); any other error poisons it (a partial write then leaves bytes the next open
+   * truncates as a torn tail). Returns the error to throw.
+   */
+  private writeFailed(e: unknown, from: number): Error {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') return (this.failure = e as Error);
+    try {
+      if (fs.fstatSync(this.fd).size > from) fs.ftruncateSync(this.fd, from);
+    } catch (t) {
+      return (this.failure = t as Error);
+    }
+    return (this.blockedBy = diskFull(this.file, code, 'what was appended is kept in memory and written once there is room'));
   }
 
-  private directDone(err: Error | undefined, advanced: number): void {
-    if (err) this.failure = err;
-    if (!this.failure) this.written += advanced;
-    let failure = this.failure;
+  /** Hands `d` (at `written`, first in the queue) to the direct writer; once it is on disk, writes what was queued behind it. */
+  private startDirect(dw: DirectWriter, d: DirectRecord): void {
+    if (!dw.start(d, (err, advanced, items) => this.directDone(err, advanced, items))) {
+      this.guard(() => writeAllSync(this.fd, recordBuffers(d), d.at), d.at);
+      this.written += d.bytes;
+    }
+    this.pending.shift();
+    this.pendingBytes -= d.bytes;
+    if (!dw.busy) this.flush();
+  }
+
+  private directDone(err: Error | undefined, advanced: number, items: readonly Queued[]): void {
+    if (err) {
+      // Cuts off the record and what was written ahead of it; on a full disk they go back in the queue.
+      if (this.writeFailed(err, this.written) === this.blockedBy) {
+        this.pending = [...items, ...this.pending];
+        this.pendingBytes += advanced;
+      }
+    } else if (!this.failure) this.written += advanced;
+    let failure = this.failure ?? this.blockedBy;
     if (!failure) {
       try {
         this.flush();
@@ -373,9 +423,37 @@ export class SessionJournal {
   /** Writes everything queued synchronously, past the direct write in flight and what was written ahead of it before. */
   private writeAhead(dw: DirectWriter): void {
     const list = this.pending;
+    const at = this.written + dw.unfinishedBytes;
+    this.guard(() => dw.writeAhead(list, at), at);
     this.pending = [];
     this.pendingBytes = 0;
-    this.guard(() => dw.writeAhead(list, this.written + dw.unfinishedBytes));
+  }
+
+  /**
+   * The disk_full error while the journal is blocked: a write found the disk full. Appends are
+   * still queued in memory (the owner holds producers back: see nextOffset − size); flush() and
+   * sync() throw this until retry() gets what is queued written.
+   */
+  get blocked(): AstraError | undefined {
+    return this.blockedBy;
+  }
+
+  /**
+   * Tries again to write what is queued after a full disk. Returns true once the journal is
+   * healthy again (it was not blocked, or everything queued has now been written or handed to the
+   * direct writer); false while the disk is still full, or if the journal failed or was closed.
+   * Everything queued must fit: the bytes of a write that runs out of room are cut off again.
+   */
+  retry(): boolean {
+    if (this.failure || this.closed) return false;
+    if (!this.blockedBy) return true;
+    this.blockedBy = undefined;
+    try {
+      this.flush();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   // ---- sync ----
@@ -388,6 +466,7 @@ export class SessionJournal {
       if (this.failure) throw this.failure;
       this.flush();
     }
+    if (this.blockedBy) throw this.blockedBy;
     const target = this.written;
     while (this.synced < target) {
       if (this.failure) throw this.failure;

@@ -9,7 +9,8 @@
 // finds the same damage at the same place.
 import * as fs from 'node:fs';
 import { crc32 } from './crc32.js';
-import { MAX_KNOWN_KIND, MAX_RECORD_BYTES, RECORD_HEADER_BYTES, RecordKind, type ScannedRecord } from './journal-format.js';
+import { JOURNAL_HEADER_BYTES, MAX_KNOWN_KIND, MAX_RECORD_BYTES, RECORD_HEADER_BYTES, RecordKind, checkHeader, type ScannedRecord } from './journal-format.js';
+import type { RuntimeLogger } from './logger.js';
 
 /** A range of a journal file that holds no record a reader may use. */
 export interface JournalDamage {
@@ -28,9 +29,61 @@ export interface ScanResult {
   damage: JournalDamage[];
 }
 
-export const REJECTED = 'record rejected by reader';
+const REJECTED = 'record rejected by reader';
 
 const SCAN_CHUNK_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Opens `file` for SessionJournal.open: checks the header (never touching a newer format), streams
+ * every record to onRecord and every damaged range to onDamage (both logged), and truncates a torn
+ * tail (the cut bytes are kept beside the journal as `<file>.tail-<ms>` so nothing is destroyed
+ * silently). Returns the open descriptor, where the journal now ends, its format version and the
+ * damaged ranges.
+ */
+export async function openJournalFile(
+  file: string,
+  logger: RuntimeLogger,
+  onRecord: (rec: ScannedRecord) => boolean,
+  onDamage: ((d: JournalDamage) => void) | undefined,
+): Promise<{ fd: number; end: number; version: number; damage: JournalDamage[] }> {
+  const fd = fs.openSync(file, 'r+');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
+    const got = fs.readSync(fd, header, 0, JOURNAL_HEADER_BYTES, 0);
+    const version = checkHeader(file, header.subarray(0, got));
+    const scan = await scanRecords(fd, JOURNAL_HEADER_BYTES, size, onRecord, (d) => {
+      logger.warn(
+        { file, offset: d.offset, bytes: d.bytes, reason: d.reason },
+        `journal ${file} is damaged at bytes ${d.offset}–${d.offset + d.bytes}: skipped that range, kept every record after it (the file is left as it is)`,
+      );
+      onDamage?.(d);
+    });
+    for (const d of scan.damage)
+      if (d.reason === REJECTED)
+        logger.warn({ file, offset: d.offset, bytes: d.bytes, reason: d.reason }, `journal ${file}: records at bytes ${d.offset}–${d.offset + d.bytes} were rejected by the session and are skipped`);
+    if (scan.end < size) {
+      const tailFile = `${file}.tail-${Date.now()}`;
+      try {
+        const tail = Buffer.alloc(size - scan.end);
+        fs.readSync(fd, tail, 0, tail.length, scan.end);
+        fs.writeFileSync(tailFile, tail, { mode: 0o600 });
+      } catch {
+        // Keeping the cut bytes is a courtesy; truncating is what makes the journal usable.
+      }
+      logger.warn(
+        { file, offset: scan.end, droppedBytes: size - scan.end, reason: scan.tornReason, savedTo: tailFile },
+        'journal tail was torn or corrupt; truncated to the last good record',
+      );
+      fs.ftruncateSync(fd, scan.end);
+      fs.fsyncSync(fd);
+    }
+    return { fd, end: scan.end, version, damage: scan.damage };
+  } catch (e) {
+    fs.closeSync(fd);
+    throw e;
+  }
+}
 
 /**
  * A window on the file, read in chunks. Each load reads into a new buffer (the records handed to

@@ -5,14 +5,20 @@
 // Queue → flush → sync. append() only queues bytes in memory, in arenas; flush() writes everything
 // queued with ONE writeSync (the caller flushes once per tick, so a burst of streamed events costs
 // one syscall); sync() flushes and fsyncs, coalescing concurrent callers onto one fsync. A SIGKILL
-// cannot tear a writeSync to a regular file, so torn tails come from power loss or outside damage;
-// both are truncated on open.
+// cannot tear a writeSync to a regular file, so torn tails come from power loss, and damage from
+// outside: open truncates a torn tail and steps over damage in the middle. A full disk blocks the
+// journal until retry() (see `blocked`); any other write error poisons it.
 //
 // Large records (format 2) that carry a payload go to a writer of their own, DirectWriter
 // (journal-direct-writer.ts), which writes them with O_DIRECT off the event loop; pad records
 // (kind 4, skipped by every reader) fill the gaps before and after them. Writes stay strictly in
 // file order, and `size` (what readers may read) only counts bytes whose write has completed.
 // `onWritten` tells the owner when such an asynchronous write has completed.
+//
+// Elsewhere: the bytes (journal-format.ts), the scan at open that tells a torn tail from damage
+// (journal-scan.ts), catch-up reads (journal-read.ts). This file stays above ~400 lines on purpose:
+// queue, flush and sync share one piece of state (what is queued, what is written), and the hot
+// path (append into arenas, one write per tick) reads best in one place.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AstraError } from '../protocol/index.js';
@@ -23,19 +29,17 @@ import { DirectWriter, fitsDirect, placeDirect, recordBuffers, type DirectRecord
 import {
   JOURNAL_FORMAT_VERSION,
   JOURNAL_HEADER_BYTES,
-  MAX_RECORD_BYTES,
   RECORD_HEADER_BYTES,
-  checkHeader,
   encodeHeader,
   encodeRecord,
   kindCrc,
-  parseRecords,
   writeAllSync,
   writePad,
   writeRecordHead,
   type ScannedRecord,
 } from './journal-format.js';
-import { REJECTED, scanRecords, type JournalDamage } from './journal-scan.js';
+import { readWritten } from './journal-read.js';
+import { openJournalFile, type JournalDamage } from './journal-scan.js';
 import type { RuntimeLogger } from './logger.js';
 
 export type { JournalDamage } from './journal-scan.js';
@@ -155,54 +159,11 @@ export class SessionJournal {
    * destroyed silently).
    */
   static async open(file: string, opts: JournalOpenOptions): Promise<SessionJournal> {
-    const fd = fs.openSync(file, 'r+');
-    try {
-      const size = fs.fstatSync(fd).size;
-      const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
-      const got = fs.readSync(fd, header, 0, JOURNAL_HEADER_BYTES, 0);
-      const version = checkHeader(file, header.subarray(0, got));
-
-      const scan = await scanRecords(
-        fd,
-        JOURNAL_HEADER_BYTES,
-        size,
-        (rec) => opts.onRecord(rec) !== false,
-        (d) => {
-          opts.logger.warn(
-            { file, offset: d.offset, bytes: d.bytes, reason: d.reason },
-            `journal ${file} is damaged at bytes ${d.offset}–${d.offset + d.bytes}: skipped that range, kept every record after it (the file is left as it is)`,
-          );
-          opts.onDamage?.(d);
-        },
-      );
-      for (const d of scan.damage)
-        if (d.reason === REJECTED) opts.logger.warn({ file, offset: d.offset, bytes: d.bytes, reason: d.reason }, `journal ${file}: records at bytes ${d.offset}–${d.offset + d.bytes} were rejected by the session and are skipped`);
-      const goodEnd = scan.end;
-      const bad = scan.tornReason;
-      if (goodEnd < size) {
-        const tailFile = `${file}.tail-${Date.now()}`;
-        try {
-          const tail = Buffer.alloc(size - goodEnd);
-          fs.readSync(fd, tail, 0, tail.length, goodEnd);
-          fs.writeFileSync(tailFile, tail, { mode: 0o600 });
-        } catch {
-          // Keeping the cut bytes is a courtesy; truncating is what makes the journal usable.
-        }
-        opts.logger.warn(
-          { file, offset: goodEnd, droppedBytes: size - goodEnd, reason: bad, savedTo: tailFile },
-          'journal tail was torn or corrupt; truncated to the last good record',
-        );
-        fs.ftruncateSync(fd, goodEnd);
-        fs.fsyncSync(fd);
-      }
-      // A format 1 file stays format 1: no pad records, so no direct writes.
-      const j = new SessionJournal(file, fd, goodEnd, opts.directIO !== false && version >= 2);
-      j.damaged = scan.damage;
-      return j;
-    } catch (e) {
-      fs.closeSync(fd);
-      throw e;
-    }
+    const { fd, end, version, damage } = await openJournalFile(file, opts.logger, (rec) => opts.onRecord(rec) !== false, opts.onDamage);
+    // A format 1 file stays format 1: no pad records, so no direct writes.
+    const j = new SessionJournal(file, fd, end, opts.directIO !== false && version >= 2);
+    j.damaged = damage;
+    return j;
   }
 
   /** Bytes durably written to the file (excluding queued bytes). */
@@ -495,55 +456,8 @@ export class SessionJournal {
    * reached; only bytes already written are visible, and damaged ranges found at open are stepped
    * over. Returns the records and the next offset.
    */
-  async readRecords(offset: number, maxBytes: number, end = this.written): Promise<{ records: ScannedRecord[]; nextOffset: number }> {
-    let limit = Math.min(end, this.written);
-    // Damaged ranges were found at open: step over one, and never read into the next.
-    for (const d of this.damaged) {
-      if (offset >= d.offset + d.bytes) continue;
-      if (offset >= d.offset) return this.readRecords(d.offset + d.bytes, maxBytes, end);
-      limit = Math.min(limit, d.offset);
-      break;
-    }
-    if (offset >= limit) return { records: [], nextOffset: offset };
-    const want = Math.min(limit - offset, Math.max(maxBytes, RECORD_HEADER_BYTES));
-    let buf = Buffer.allocUnsafe(want);
-    let n = await this.readAt(buf, offset);
-    buf = buf.subarray(0, n);
-    // A record larger than the window: grow the read to hold at least that one record.
-    if (buf.length >= RECORD_HEADER_BYTES) {
-      const first = RECORD_HEADER_BYTES + buf.readUInt32BE(0);
-      if (first > buf.length && first <= limit - offset && first <= MAX_RECORD_BYTES + RECORD_HEADER_BYTES) {
-        // Keep what was read; read only the rest.
-        const whole = Buffer.allocUnsafe(first);
-        buf.copy(whole);
-        n = buf.length + (await this.readAt(whole.subarray(buf.length), offset + buf.length));
-        buf = whole.subarray(0, n);
-      }
-    }
-    const records: ScannedRecord[] = [];
-    // No checksums here: every byte before `written` was verified when the journal was opened or
-    // written by this process, and reading it back is how subscribers catch up — at full speed.
-    const r = parseRecords(buf, offset, false, (rec) => {
-      records.push(rec);
-      return true;
-    });
-    if (r.bad) throw new AstraError('journal_corrupt', `${this.file}: ${r.bad} at offset ${offset + r.consumed}`, { file: this.file });
-    // Only pads so far (the window began at the pad before a large record): read on from the record,
-    // so that it, not the pad, decides how much to read.
-    if (records.length === 0 && r.consumed > 0) return this.readRecords(offset + r.consumed, maxBytes, end);
-    // Stopped at a damaged range with room left in the window: go on after it, as if it were not there.
-    if (offset + r.consumed === limit && limit < Math.min(end, this.written) && r.consumed < maxBytes) {
-      const more = await this.readRecords(limit, maxBytes - r.consumed, end);
-      for (const rec of more.records) records.push(rec);
-      return { records, nextOffset: more.nextOffset };
-    }
-    return { records, nextOffset: offset + r.consumed };
-  }
-
-  private readAt(buf: Buffer, position: number): Promise<number> {
-    return new Promise((resolve, reject) =>
-      fs.read(this.fd, buf, 0, buf.length, position, (err, bytes) => (err ? reject(err) : resolve(bytes))),
-    );
+  readRecords(offset: number, maxBytes: number, end = this.written): Promise<{ records: ScannedRecord[]; nextOffset: number }> {
+    return readWritten({ file: this.file, fd: this.fd, damage: this.damaged }, offset, maxBytes, Math.min(end, this.written));
   }
 
   async close(): Promise<void> {

@@ -403,7 +403,10 @@ export class SessionJournal {
    * Tries again to write what is queued after a full disk. Returns true once the journal is
    * healthy again (it was not blocked, or everything queued has now been written or handed to the
    * direct writer); false while the disk is still full, or if the journal failed or was closed.
-   * Everything queued must fit: the bytes of a write that runs out of room are cut off again.
+   * Everything queued must fit: the bytes of a write that runs out of room are cut off again. A
+   * large record handed to the direct writer may still find the disk full later: onWritten then
+   * gets the disk_full error and `blocked` is set again. (close() of a blocked journal throws
+   * disk_full and what was queued is lost: retry first.)
    */
   retry(): boolean {
     if (this.failure || this.closed) return false;

@@ -102,6 +102,22 @@ class FileWindow {
     return off >= this.start && off + n <= this.start + this.buf.length;
   }
 
+  /** Whether a record header could start at `off`: the file ends there or too close to hold one, or a sane length and a known kind are there. */
+  headerLikeAt(off: number): boolean {
+    if (this.size - off < RECORD_HEADER_BYTES + 1) return true;
+    let h: Buffer;
+    if (this.covers(off, RECORD_HEADER_BYTES + 1)) h = this.buf.subarray(off - this.start);
+    else {
+      h = this.probe;
+      if (fs.readSync(this.fd, h, 0, h.length, off) < h.length) return true;
+    }
+    const len = h.readUInt32BE(0);
+    const kind = h[RECORD_HEADER_BYTES]!;
+    return len >= 1 && len <= MAX_RECORD_BYTES && kind >= 1 && kind <= MAX_KNOWN_KIND;
+  }
+
+  private readonly probe = Buffer.alloc(RECORD_HEADER_BYTES + 1);
+
   /** Makes bytes [off, off + n) available in buf; false when the file ends before. */
   async load(off: number, n: number): Promise<boolean> {
     if (off + n > this.size) return false;
@@ -182,9 +198,18 @@ export async function scanRecords(
   return { end: pos, tornReason: undefined, damage };
 }
 
+/** Candidates up to this size are checksummed whatever follows them (see resync). */
+const SMALL_CANDIDATE_BYTES = 64 * 1024;
+
 /**
  * The first offset at or after `from` where a whole record starts: a sane length that fits in the
  * file, a kind this build knows, and a matching checksum. Undefined when there is none.
+ *
+ * Random bytes (damage inside binary output) look like a sane header about once in 4,000 offsets,
+ * and checksumming each such candidate's claimed megabytes took half a minute per 4 MiB of damage.
+ * So a candidate larger than SMALL_CANDIDATE_BYTES is checksummed only where what follows it looks
+ * like a record header too (or the file ends, or a torn header follows). The price: a large record
+ * followed directly by more damage is counted into the damaged range.
  */
 async function resync(w: FileWindow, from: number): Promise<number | undefined> {
   for (let at = from; at + RECORD_HEADER_BYTES + 1 <= w.size; at++) {
@@ -194,6 +219,7 @@ async function resync(w: FileWindow, from: number): Promise<number | undefined> 
     if (len < 1 || len > MAX_RECORD_BYTES || at + RECORD_HEADER_BYTES + len > w.size) continue;
     const kind = w.buf[i + RECORD_HEADER_BYTES]!;
     if (kind < 1 || kind > MAX_KNOWN_KIND) continue;
+    if (len > SMALL_CANDIDATE_BYTES && !w.headerLikeAt(at + RECORD_HEADER_BYTES + len)) continue;
     if (!w.covers(at, RECORD_HEADER_BYTES + len) && !(await w.load(at, RECORD_HEADER_BYTES + len))) return undefined;
     i = at - w.start;
     if (crc32(w.buf.subarray(i + RECORD_HEADER_BYTES, i + RECORD_HEADER_BYTES + len)) === w.buf.readUInt32BE(i + 4)) return at;

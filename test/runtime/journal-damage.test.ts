@@ -1,6 +1,7 @@
 // A journal damaged in the middle (a flipped byte, a wrong length) is corruption, not a torn tail:
 // every record after the damage is still delivered, the damage is reported where it is, and the
 // file is left as it is. Only an incomplete or bad LAST record is cut off. Real files throughout.
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -145,6 +146,27 @@ describe('a journal damaged in the middle', () => {
     expect(bodies).toEqual(['record 0', `<damage at ${big.offset}>`, 'record 2']);
     const read = await j.readRecords(JOURNAL_HEADER_BYTES, 64 * 1024 * 1024);
     expect(read.records.map((r) => r.body.toString())).toEqual(['record 0', 'record 2']);
+    await j.close();
+  });
+
+  it('resynchronises through damage inside random binary output, and finds a large record right after damage', async () => {
+    const d = tempDir();
+    dirs.push(d);
+    const file = path.join(d, 'j');
+    const j0 = await SessionJournal.create(file);
+    j0.append(RecordKind.event, Buffer.from('record 0'));
+    j0.append(RecordKind.event, Buffer.from('record 1 '), randomBytes(4 * 1024 * 1024 - 100));
+    j0.append(RecordKind.event, Buffer.from('record 2'));
+    j0.append(RecordKind.event, Buffer.from('record 3 '), randomBytes(3 * 1024 * 1024));
+    j0.append(RecordKind.event, Buffer.from('record 4'));
+    await j0.close();
+    const raw = rawRecords(file).filter((r) => r.kind !== RecordKind.pad);
+    // A damaged length in the random record, and a bad checksum on the small record before the second large one.
+    flipByte(file, raw[1]!.offset + 1);
+    flipByte(file, raw[2]!.offset + 9);
+    const { j, bodies, damage } = await openCollecting(file);
+    expect(damage.map((x) => x.offset)).toEqual([raw[1]!.offset, raw[2]!.offset]);
+    expect(bodies).toEqual(['record 0', `<damage at ${raw[1]!.offset}>`, `<damage at ${raw[2]!.offset}>`, 'record 3', 'record 4']);
     await j.close();
   });
 

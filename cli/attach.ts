@@ -7,9 +7,8 @@
 //   Ctrl-D     detach (on an empty line, also while a turn runs: it keeps running)
 //   Ctrl-T     take control (takeover)
 //   Ctrl-U     clear the line;  Ctrl-L  redraw
-import crypto from 'node:crypto';
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subscription } from '../client/index.js';
+import type { AstraClient, ApprovalRequest, Subscription } from '../client/index.js';
 import { AttachView, type Footer } from './attach-view.js';
 import { renderEvent } from './event-render.js';
 import { paint } from './output.js';
@@ -72,6 +71,8 @@ class Attach {
   private sub: Subscription | undefined;
   private finished: ((code: number) => void) | undefined;
   private ending = false;
+  /** The daemon was stopped on purpose; Enter starts it again, Ctrl-D leaves. */
+  private daemonStopped = false;
   private readonly cleanups: (() => void)[] = [];
 
   constructor(
@@ -148,6 +149,13 @@ class Attach {
         this.leaseNote = reason === 'takeover' ? `taken over${by}` : `lost (${reason})`;
         this.dropApproval(new AstraError('not_controller', 'control was lost'));
         this.notice(`control ${this.leaseNote}; now observing — Ctrl-T takes it back`, 'yellow');
+        this.refresh();
+      }),
+      // A deliberate stop stays a stop: the client does not respawn the daemon; this terminal asks.
+      c.on('stopped', () => {
+        this.daemonStopped = true;
+        this.connection = 'reconnecting';
+        this.notice('the daemon was stopped (astra daemon stop); press Enter to start it and reattach, or Ctrl-D to leave', 'yellow');
         this.refresh();
       }),
       c.on('error', (e) => {
@@ -248,17 +256,9 @@ class Attach {
   // ---- turns ----
 
   private async startTurn(text: string): Promise<void> {
-    const idempotencyKey = crypto.randomUUID();
-    const params = { sessionId: this.id, input: { text }, idempotencyKey };
     try {
-      try {
-        await this.client.turn.start(params);
-      } catch (e) {
-        if (!(e instanceof OutcomeUnknownError)) throw e;
-        // The connection dropped mid-call: ask what happened rather than guess (same key = safe retry).
-        const st = await this.client.mutationStatus(this.id, idempotencyKey);
-        if (st.state === 'unknown') await this.client.turn.start(params);
-      }
+      // A dropped connection mid-call is resolved by the client (mutation/status, same key).
+      await this.client.startTurn(this.id, text);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       if (isAstraError(e, 'turn_in_progress')) this.notice('a turn is already running: wait for it, or press Ctrl-C to cancel it', 'yellow');
@@ -266,6 +266,22 @@ class Attach {
       this.input = this.input || text;
       this.refresh();
     }
+  }
+
+  /** Enter after a deliberate stop: start a daemon, reattach, and take control again if this terminal had it. */
+  private async restartStoppedDaemon(): Promise<void> {
+    this.daemonStopped = false;
+    const wasController = this.isController;
+    this.notice('starting the daemon…', 'yellow');
+    this.refresh();
+    try {
+      await this.client.resume({ timeoutMs: 30_000 });
+    } catch (e) {
+      await this.end(1, [`astra: could not start the daemon again: ${e instanceof Error ? e.message : String(e)}`]);
+      return;
+    }
+    // The new daemon has no lease to reclaim: ask for control as attaching does.
+    if (wasController && !this.isController && !this.opts.observe) await this.tryAcquire(false, false);
   }
 
   private async cancelTurn(): Promise<void> {
@@ -360,6 +376,11 @@ class Attach {
 
   private onKey(key: 'enter' | 'backspace' | 'ctrl-c' | 'ctrl-d' | 'ctrl-t' | 'ctrl-u' | 'ctrl-l'): void {
     if (this.ending) return;
+    if (this.daemonStopped) {
+      if (key === 'enter') void this.restartStoppedDaemon();
+      else if (key === 'ctrl-d' || key === 'ctrl-c') void this.detach(key === 'ctrl-d' ? 'Ctrl-D' : 'Ctrl-C');
+      return;
+    }
     switch (key) {
       case 'enter': {
         if (!this.isController) {

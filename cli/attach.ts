@@ -280,7 +280,7 @@ class Attach {
       await this.end(1, [`astra: could not start the daemon again: ${e instanceof Error ? e.message : String(e)}`]);
       return;
     }
-    // The new daemon has no lease to reclaim: ask for control as attaching does.
+    // A lease the new daemon could not reclaim was reported lost: ask for control as attaching does.
     if (wasController && !this.isController && !this.opts.observe) await this.tryAcquire(false, false);
   }
 

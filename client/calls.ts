@@ -56,6 +56,8 @@ export interface CallIdentity {
 
 /** What the calls need from the client: the connection, its liveness clock, and its leases. */
 export interface CallHost {
+  /** The current connection when the client is connected, without waiting. */
+  liveConnection(): Connection | undefined;
   /** The current connection, waiting (up to opts.timeoutMs) through a reconnect. */
   whenConnected(opts: CallOptions): Promise<Connection>;
   /** Whether `conn` is still the client's live connection (a drop makes it not). */
@@ -85,7 +87,7 @@ export class Calls {
    */
   async run<T>(what: CallIdentity, callOpts: CallOptions, send: (conn: Connection) => Promise<T>, onDroppedRead?: () => Promise<T>): Promise<T> {
     for (let overloadAttempt = 0; ; ) {
-      const conn = await this.host.whenConnected(callOpts);
+      const conn = this.host.liveConnection() ?? (await this.host.whenConnected(callOpts));
       try {
         return await send(conn);
       } catch (e) {
@@ -122,18 +124,24 @@ export class Calls {
     const sessionId = typeof base.sessionId === 'string' ? base.sessionId : undefined;
     const idempotencyKey = typeof base.idempotencyKey === 'string' ? base.idempotencyKey : undefined;
     const leases = this.host.leases;
-    try {
-      return await this.run({ method, readOnly: policy.readOnly, sessionId, idempotencyKey }, callOpts, async (conn) => {
-        const sent = { ...base };
-        if (policy.hasEpoch && (sent.epoch === undefined || sent.epoch === null)) sent.epoch = leases.epochFor(method, sessionId);
-        checkRequestParams(method, sent);
-        this.host.noteSent();
-        const raw = await conn.request(method, sent, callOpts);
-        this.host.noteReceived();
+    const host = this.host;
+    const send = (conn: Connection): Promise<ResultOf<M>> => {
+      const sent = { ...base };
+      if (policy.hasEpoch && (sent.epoch === undefined || sent.epoch === null)) sent.epoch = leases.epochFor(method, sessionId);
+      checkRequestParams(method, sent);
+      host.noteSent();
+      return conn.request(method, sent, callOpts).then((raw) => {
+        host.noteReceived();
         const result = checkResult(method, raw);
         leases.afterCall(method, sent, result);
         return result;
       });
+    };
+    const what = { method, readOnly: policy.readOnly, sessionId, idempotencyKey };
+    // The common path stays one promise deep: the hot loop of a busy client is this call.
+    if (method !== 'lease/release') return this.run(what, callOpts, send);
+    try {
+      return await this.run(what, callOpts, send);
     } catch (e) {
       if (e instanceof AstraError) leases.refused(method, sessionId, e);
       throw e;

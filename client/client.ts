@@ -84,6 +84,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
       reclaimed: (lease) => this.emit('leaseReclaimed', { sessionId: lease.sessionId, lease }),
     });
     const host: CallHost = {
+      liveConnection: () => this.liveConnection(),
       whenConnected: (o) => this.whenConnected(o),
       isCurrent: (conn) => this.isCurrent(conn),
       closedError: () => (this.currentState === 'closed' ? this.closedError() : undefined),
@@ -95,7 +96,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     this.calls = new Calls(host);
     this.subs = new Subscriptions(
       {
-        liveConnection: () => (this.currentState === 'connected' && this.conn && !this.conn.closed ? this.conn : undefined),
+        liveConnection: () => this.liveConnection(),
         whenConnected: () => this.whenConnected({}),
         noteReceived: () => this.liveness.noteReceived(),
         resynced: (event) => this.emit('resynced', event),
@@ -283,6 +284,10 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     this.liveness.start();
   }
 
+  private liveConnection(): Connection | undefined {
+    return this.currentState === 'connected' && this.conn && !this.conn.closed ? this.conn : undefined;
+  }
+
   private isCurrent(conn: Connection): boolean {
     return this.conn === conn && !conn.closed;
   }
@@ -365,7 +370,8 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
   private whenConnected(opts: CallOptions): Promise<Connection> {
     if (this.currentState === 'closed') return Promise.reject(this.closedError());
     if (this.currentState === 'stopped') return Promise.reject(this.stoppedError());
-    if (this.currentState === 'connected' && this.conn && !this.conn.closed) return Promise.resolve(this.conn);
+    const live = this.liveConnection();
+    if (live) return Promise.resolve(live);
     return this.waiters.wait(opts.timeoutMs ?? this.requestTimeoutMs);
   }
 

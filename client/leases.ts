@@ -63,8 +63,8 @@ export class LeaseBook {
   }
 
   /** A lease/release refused because the lease is no longer ours: forget it quietly. */
-  refused(method: ClientMethodName, sessionId: string | undefined, err: AstraError): void {
-    if (method !== 'lease/release' || sessionId === undefined) return;
+  refused(method: 'lease/release', sessionId: string | undefined, err: AstraError): void {
+    if (sessionId === undefined) return;
     const lease = this.held.get(sessionId);
     if (lease && (err.reason === 'not_controller' || err.reason === 'stale_epoch')) this.drop(lease, err.reason, err, false);
   }

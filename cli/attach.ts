@@ -11,9 +11,8 @@
 // class with one owner of each piece; the status line (attach-status.ts), key decoding
 // (attach-keys.ts) and the screen (attach-view.ts) are apart. Issue 17's terminal work will split
 // the key handling further when commands get a pseudo-terminal.
-import crypto from 'node:crypto';
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subscription } from '../client/index.js';
+import type { AstraClient, ApprovalRequest, Subscription } from '../client/index.js';
 import { decodeKeys, type Key } from './attach-keys.js';
 import { statusFooter } from './attach-status.js';
 import { AttachView, type Footer } from './attach-view.js';
@@ -88,6 +87,8 @@ class Attach {
   private sub: Subscription | undefined;
   private finished: ((code: number) => void) | undefined;
   private ending = false;
+  /** The daemon was stopped on purpose; Enter starts it again, Ctrl-D leaves. */
+  private daemonStopped = false;
   private readonly cleanups: (() => void)[] = [];
 
   constructor(
@@ -167,6 +168,13 @@ class Attach {
         if (reason === 'takeover') this.displaced = true;
         this.dropApproval(new AstraError('not_controller', 'control was lost'));
         this.notice(`control ${this.leaseNote}; now observing — Ctrl-T takes it back`, 'yellow');
+        this.refresh();
+      }),
+      // A deliberate stop stays a stop: the client does not respawn the daemon; this terminal asks.
+      c.on('stopped', () => {
+        this.daemonStopped = true;
+        this.connection = 'reconnecting';
+        this.notice('the daemon was stopped (astra daemon stop); press Enter to start it and reattach, or Ctrl-D to leave', 'yellow');
         this.refresh();
       }),
       c.on('error', (e) => {
@@ -297,17 +305,9 @@ class Attach {
   // ---- turns ----
 
   private async startTurn(text: string): Promise<void> {
-    const idempotencyKey = crypto.randomUUID();
-    const params = { sessionId: this.id, input: { text }, idempotencyKey };
     try {
-      try {
-        await this.client.turn.start(params);
-      } catch (e) {
-        if (!(e instanceof OutcomeUnknownError)) throw e;
-        // The connection dropped mid-call: ask what happened rather than guess (same key = safe retry).
-        const st = await this.client.mutationStatus(this.id, idempotencyKey);
-        if (st.state === 'unknown') await this.client.turn.start(params);
-      }
+      // A dropped connection mid-call is resolved by the client (mutation/status, same key).
+      await this.client.startTurn(this.id, text);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       if (isAstraError(e, 'turn_in_progress')) this.notice('a turn is already running: wait for it, or press Ctrl-C to cancel it', 'yellow');
@@ -315,6 +315,22 @@ class Attach {
       this.input = this.input || text;
       this.refresh();
     }
+  }
+
+  /** Enter after a deliberate stop: start a daemon, reattach, and take control again if this terminal had it. */
+  private async restartStoppedDaemon(): Promise<void> {
+    this.daemonStopped = false;
+    const wasController = this.isController;
+    this.notice('starting the daemon…', 'yellow');
+    this.refresh();
+    try {
+      await this.client.resume({ timeoutMs: 30_000 });
+    } catch (e) {
+      await this.end(1, [`astra: could not start the daemon again: ${e instanceof Error ? e.message : String(e)}`]);
+      return;
+    }
+    // A lease the new daemon could not reclaim was reported lost: ask for control as attaching does.
+    if (wasController && !this.isController && !this.opts.observe) await this.tryAcquire(false, false);
   }
 
   private async cancelTurn(): Promise<void> {
@@ -406,6 +422,11 @@ class Attach {
 
   private onKey(key: Key): void {
     if (this.ending) return;
+    if (this.daemonStopped) {
+      if (key === 'enter') void this.restartStoppedDaemon();
+      else if (key === 'ctrl-d' || key === 'ctrl-c') void this.detach(key === 'ctrl-d' ? 'Ctrl-D' : 'Ctrl-C');
+      return;
+    }
     switch (key) {
       case 'enter': {
         if (!this.isController) {

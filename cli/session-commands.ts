@@ -251,7 +251,8 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
       });
     }
 
-    turnId = (await client.turn.start({ sessionId: s.id, input: { text } })).turnId;
+    // The same safe start as attach: a lost answer is resolved through mutation/status, never a second turn.
+    turnId = (await client.startTurn(s.id, text)).turnId;
     gotTurnId(turnId);
     const printTurn = () => out.stdout(o.json ? JSON.stringify({ sessionId: s.id, turnId }) : turnId!);
 

@@ -4,7 +4,15 @@ import { AstraClient, type AstraClientOptions, type ControllerLease } from '../c
 import { CLI_VERSION, cleanText } from './output.js';
 
 export async function connectClient(env: NodeJS.ProcessEnv, clientName: string, extra: Partial<AstraClientOptions> = {}): Promise<AstraClient> {
-  return AstraClient.connect({ clientName, clientVersion: CLI_VERSION, env, ...extra });
+  // A daemon that accepts but does not answer (SIGSTOPped, stuck) is named after a second, once;
+  // the connect then fails naming its pid and the fix.
+  let said = false;
+  const onWaiting = ({ pid }: { pid: number }) => {
+    if (said) return;
+    said = true;
+    process.stderr.write(`astra: waiting for the daemon (pid ${pid}) to answer…\n`);
+  };
+  return AstraClient.connect({ clientName, clientVersion: CLI_VERSION, env, onWaiting, ...extra });
 }
 
 /** Every session, newest first, following the pagination. */

@@ -287,9 +287,9 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
     .command('stop')
     .description('stop the daemon gracefully; with --force (or past --timeout) by signals')
     .option('--force', 'skip the graceful request: SIGTERM, then SIGKILL')
-    .option('--timeout <duration>', 'how long to wait for a graceful exit (ms, or 5s/1m; default 5s)')
-    .action(async (o: { force?: boolean; timeout?: string }) => {
-      setExit(await stopDaemon(out, env, { force: o.force, timeoutMs: parseDuration(o.timeout ?? '5s', '--timeout') }));
+    .option('--timeout <duration>', 'how long to wait for a graceful exit', '5000')
+    .action(async (o: { force?: boolean; timeout: string }) => {
+      setExit(await stopDaemon(out, env, { force: o.force, timeoutMs: parseDuration(o.timeout, '--timeout') }));
     });
 
   daemon

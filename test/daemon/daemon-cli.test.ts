@@ -350,7 +350,7 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
   it('help shows default durations as durations', async () => {
     const h = home();
     const stop = await runCli(['daemon', 'stop', '--help'], envFor(h));
-    expect(stop.stdout).toMatch(/default 5s/);
+    expect(stop.stdout).toMatch(/default:? 5s/);
     expect(stop.stdout).not.toMatch(/"5000"/);
     const start = await runCli(['daemon', 'start', '--help'], envFor(h));
     expect(start.stdout).toMatch(/default 10m/);

@@ -13,5 +13,7 @@ export {
   RecordKind,
   encodeRecord,
 } from './journal.js';
-export { JOURNAL_FILE, META_FILE, StoredEvent } from './session-host.js';
+export { StoredEvent } from './event-body.js';
+export { JOURNAL_FILE, META_FILE } from './session-meta.js';
+export type { FeedNotice, FeedPhase } from './subscription-feed.js';
 export { crc32 } from './crc32.js';

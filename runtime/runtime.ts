@@ -19,7 +19,7 @@ import { silentLogger, type RuntimeLogger } from './logger.js';
 import { SessionHost, type HostOptions } from './session-host.js';
 import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
 import { createShellEngine } from './shell-engine.js';
-import type { SubscriptionSink } from './subscription-feed.js';
+import type { SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
 import { Turns } from './turns.js';
 
 export interface RuntimeOptions {
@@ -74,7 +74,7 @@ export interface RuntimeEvents {
   event: (e: SessionEvent) => void;
 }
 
-export type { SubscriptionSink };
+export type { SubscriptionHandle, SubscriptionSink };
 
 const SESSION_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const DEFAULT_READ_MAX_BYTES = 7 * 1024 * 1024;
@@ -498,7 +498,7 @@ export class Runtime {
    * with not_found, or cursor_ahead (data.headSeq) for a sinceSeq beyond the head; nothing is then
    * registered.
    */
-  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink): Promise<{ headSeq: number; unsubscribe(): void }> {
+  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink): Promise<SubscriptionHandle> {
     const host = await this.load(id);
     return host.subscribe(sinceSeq, sink);
   }

@@ -13,7 +13,7 @@ import type { RuntimeLogger } from './logger.js';
 import { killOrphanGroup } from './orphans.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
 import { SessionState } from './session-state.js';
-import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscriptionSink } from './subscription-feed.js';
+import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscriptionHandle, type SubscriptionSink } from './subscription-feed.js';
 
 export interface HostOptions {
   logger: RuntimeLogger;
@@ -267,14 +267,21 @@ export class SessionHost implements FeedSource {
    * answer): backlog pages, then live. A sinceSeq beyond what was ever published is refused with
    * cursor_ahead (the client saw events this session no longer has, or none at all).
    */
-  subscribe(sinceSeq: number, sink: SubscriptionSink): { headSeq: number; unsubscribe(): void } {
+  subscribe(sinceSeq: number, sink: SubscriptionSink): SubscriptionHandle {
     if (!sink.onEvent === !sink.onStored) throw new TypeError('a subscription sink has exactly one of onEvent and onStored');
     this.checkCursor(sinceSeq);
     const feed = new SubscriptionFeed(this, sink, Math.max(0, sinceSeq));
     this.feeds.add(feed);
     feed.start();
+    const headSeq = this.log.publishedSeq;
     return {
-      headSeq: this.log.publishedSeq,
+      headSeq,
+      get phase() {
+        return feed.phase;
+      },
+      get lastSeq() {
+        return feed.lastSeq;
+      },
       unsubscribe: () => {
         feed.close();
         this.drop(feed);

@@ -42,6 +42,16 @@ export interface SubscriptionSink {
   onNotice?(n: FeedNotice): void;
 }
 
+/** A subscriber's side of its feed: where it stands (the feed is the one owner of both), and the way out. */
+export interface SubscriptionHandle {
+  /** The session's head when the subscription was made. */
+  readonly headSeq: number;
+  readonly phase: FeedPhase;
+  /** The last seq the sink took. */
+  readonly lastSeq: number;
+  unsubscribe(): void;
+}
+
 /** What a feed reads from: its session. */
 export interface FeedSource {
   readonly id: string;

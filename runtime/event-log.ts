@@ -174,9 +174,14 @@ export class EventLog {
   private retry(): void {
     if (this.closed || !this.blocked) return;
     const j = this.journal as SessionJournal & BlockableJournal;
+    if (!j.retry) {
+      // A journal without retry() stays failed after a write error: only a restart recovers it.
+      this.opts.logger.error({ sessionId: this.opts.sessionId, path: j.file }, 'this journal cannot retry a failed write: restart the daemon once there is space');
+      return;
+    }
     let ok: boolean;
     try {
-      ok = j.retry ? j.retry() : (j.flush(), true);
+      ok = j.retry();
     } catch (e) {
       ok = false;
       if (!diskFullError(e, j.file)) this.opts.logger.error({ sessionId: this.opts.sessionId, err: (e as Error).message }, 'journal retry failed');

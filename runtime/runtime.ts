@@ -4,109 +4,40 @@
 //
 // Files: <dataDir>/sessions/<id>/journal.astra (the truth), meta.json (a summary so start-up reads no
 // journals; rebuilt from the journal when missing or stale). Leases live with the daemon (leases.json).
+//
+// Over ~400 lines for a reason: this is the runtime's whole public surface (one method per operation
+// the daemon calls, with its contract), plus the map of sessions and their loading; each method's
+// work lives in its room (turns.ts, approvals.ts, idempotency.ts, session-host.ts and its parts).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { EventData, FinalTurnStatus, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
+import type { EventData, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
 import { AstraError, LIMITS, isAstraError } from '../protocol/index.js';
 import { Approvals } from './approvals.js';
 import type { ApprovalRequest, Engine } from './engine.js';
-import { defaultPackEventBody, type EncodedBody, type EventBody } from './event-body.js';
+import { defaultPackEventBody } from './event-body.js';
 import { diskFullError } from './event-log.js';
 import { IdempotencyTable, fingerprint } from './idempotency.js';
 import { newId } from './ids.js';
 import { silentLogger, type RuntimeLogger } from './logger.js';
 import { SessionHost, type HostOptions } from './session-host.js';
+import { pageOfSessions, type SessionRow } from './session-list.js';
 import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
 import { createShellEngine } from './shell-engine.js';
 import type { SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
+import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
 import { Turns } from './turns.js';
 
-export interface RuntimeOptions {
-  /** Sessions live in <dataDir>/sessions/<id>/. */
-  dataDir: string;
-  /** 'shell' is built in and the default engine. */
-  engines?: Record<string, Engine>;
-  defaultEngine?: string;
-  /** Default LIMITS.maxInputChars. */
-  maxInputChars?: number;
-  /** Bounded delay before streamed output is fsynced (writes happen once per tick regardless). Default 5 ms. */
-  groupCommitMs?: number;
-  /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
-  cacheBytesPerSession?: number;
-  /**
-   * While a subscriber of a session is behind (paused or replaying), the session keeps the events it
-   * still needs in memory beyond cacheBytesPerSession, so it catches up from memory rather than by
-   * reading the journal back; the surplus goes as soon as nobody needs it. This bounds the surplus
-   * of all sessions together. Default 64 MiB.
-   */
-  catchUpCacheBytes?: number;
-  /**
-   * Write large journal records (output events over 1 MiB) with direct I/O (O_DIRECT, Linux), past
-   * the page cache and off the event loop, where the file system takes it. Default true; turn it off
-   * for a disk much slower than memory, where the page cache absorbs bursts of output better.
-   */
-  journalDirectIO?: boolean;
-  logger?: RuntimeLogger;
-  now?: () => number;
-  /**
-   * How event bodies ({seq, ts, type, data}) are encoded for the journal. The daemon passes the
-   * wire's packer (ipc/), so stored bytes go out on the wire as they are. It is handed the whole
-   * event and must encode exactly those four keys, as a map in that order. The result may be a view
-   * that is valid until the next call. Default: plain MessagePack.
-   */
-  packEventBody?: (body: EventBody) => EncodedBody;
-}
-
-export interface CreateSessionParams {
-  title?: string;
-  cwd?: string;
-  engine?: string;
-  approvalPolicy?: ApprovalPolicy;
-  onControllerLost?: OnControllerLost;
-  idempotencyKey?: string;
-}
-
-export interface RuntimeEvents {
-  approvalRequested: (a: ApprovalRequest) => void;
-  turnEnded: (sessionId: string, turnId: string, status: FinalTurnStatus) => void;
-  /** Every event as it is published (after its journal write), for embedders; the daemon does not listen. */
-  event: (e: SessionEvent) => void;
-}
-
-export type { SubscriptionHandle, SubscriptionSink };
+export type { CreateSessionParams, RuntimeEvents, RuntimeOptions, SubscriptionHandle, SubscriptionSink };
 
 const SESSION_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const DEFAULT_READ_MAX_BYTES = 7 * 1024 * 1024;
 const DEFAULT_READ_LIMIT = 1000;
-const MAX_LIST_LIMIT = 1000;
-
-function encodeCursor(createdAt: number, id: string): string {
-  return `c1.${Buffer.from(JSON.stringify([createdAt, id])).toString('base64url')}`;
-}
-
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  const bad = () => new AstraError('cursor_expired', 'The session list cursor is not valid; list again from the start.');
-  if (!cursor.startsWith('c1.')) throw bad();
-  try {
-    const v = JSON.parse(Buffer.from(cursor.slice(3), 'base64url').toString('utf8')) as unknown;
-    if (!Array.isArray(v) || typeof v[0] !== 'number' || typeof v[1] !== 'string') throw bad();
-    return { createdAt: v[0], id: v[1] };
-  } catch {
-    throw bad();
-  }
-}
 
 /** A session's wire view from its loaded host, else from its meta (closed sessions are idle). */
 function viewOf(e: SessionEntry): Session | undefined {
   if (e.host) return e.host.toSession();
   return e.meta ? sessionFromMeta(e.meta, e.meta.archived ? 'archived' : 'idle', e.meta.headSeq) : undefined;
-}
-
-/** Newest first: createdAt descending, then id descending. */
-function compareNewestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
-  if (a.createdAt !== b.createdAt) return b.createdAt - a.createdAt;
-  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
 interface SessionEntry {
@@ -349,26 +280,16 @@ export class Runtime {
 
   async listSessions(p: { cursor?: string; limit?: number; includeArchived?: boolean } = {}): Promise<{ sessions: Session[]; nextCursor?: string }> {
     this.checkOpen();
-    const limit = Math.max(1, Math.min(p.limit ?? 50, MAX_LIST_LIMIT));
-    const after = p.cursor !== undefined && p.cursor !== null ? decodeCursor(p.cursor) : undefined;
-    const rows: { createdAt: number; id: string; entry: SessionEntry }[] = [];
+    const rows: SessionRow<SessionEntry>[] = [];
     for (const [id, entry] of this.sessions) {
       const meta = entry.host?.meta ?? entry.meta;
       if (!meta) continue; // unreadable session: reported by getSession, not listed
       if (meta.archived && !p.includeArchived) continue;
       rows.push({ createdAt: meta.createdAt, id, entry });
     }
-    rows.sort(compareNewestFirst);
-    let start = 0;
-    if (after) {
-      start = rows.findIndex((r) => compareNewestFirst(r, after) > 0);
-      if (start < 0) start = rows.length;
-    }
-    const page = rows.slice(start, start + limit);
-    const sessions = page.map((r) => viewOf(r.entry)!);
-    const last = page[page.length - 1];
-    const result: { sessions: Session[]; nextCursor?: string } = { sessions };
-    if (last && start + limit < rows.length) result.nextCursor = encodeCursor(last.createdAt, last.id);
+    const { page, nextCursor } = pageOfSessions(rows, p.cursor, p.limit);
+    const result: { sessions: Session[]; nextCursor?: string } = { sessions: page.map((r) => viewOf(r.entry)!) };
+    if (nextCursor !== undefined) result.nextCursor = nextCursor;
     return result;
   }
 

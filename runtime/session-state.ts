@@ -3,7 +3,7 @@
 // the journal's internal records), called for every event as it is appended AND as it is replayed,
 // so live and restarted sessions cannot disagree. Turn and approval code append events; they never
 // set this state themselves.
-import type { FinalTurnStatus, SessionEvent, TurnStatus } from '../protocol/index.js';
+import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
 import type { ApprovalRequest } from './engine.js';
 import { RecordKind } from './journal.js';
 import { IdempotencyTable } from './idempotency.js';
@@ -117,10 +117,5 @@ export class SessionState {
 
   get finishedTurns(): ReadonlyMap<string, FinalTurnStatus> {
     return this.turns;
-  }
-
-  turnStatus(turnId: string): TurnStatus | undefined {
-    if (this.running?.turnId === turnId) return this.running.status;
-    return this.turns.get(turnId);
   }
 }

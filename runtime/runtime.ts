@@ -183,9 +183,9 @@ export class Runtime {
         if (host.meta.createKey && host.meta.createFingerprint) this.createKeys.remember(host.meta.createKey, host.meta.createFingerprint, { sessionId: id });
         return host;
       } catch (e) {
-        const err = isAstraError(e)
-          ? e
-          : new AstraError('journal_corrupt', `Session ${id} could not be read: ${(e as Error).message}`, { sessionId: id });
+        const full = diskFullError(e, path.join(this.sessionsDir, id));
+        if (full) throw full; // not remembered: the next access tries again, once there may be space
+        const err = isAstraError(e) ? e : new AstraError('journal_corrupt', `Session ${id} could not be read: ${(e as Error).message}`, { sessionId: id });
         entry.error = err;
         throw err;
       } finally {

@@ -143,7 +143,17 @@ export class SessionHost implements FeedSource {
       }
       host.append('turn.completed', { turnId, status: 'interrupted', error: 'the daemon stopped while this turn was running' });
     }
-    if (running || replay.lost.length > 0) await host.sync();
+    if (running || replay.lost.length > 0) {
+      try {
+        await host.sync();
+      } catch (e) {
+        // A full disk: the session loads blocked, and writes what it appended once there is space.
+        if (!host.blocked) {
+          await host.close(false).catch(() => undefined);
+          throw e;
+        }
+      }
+    }
     return host;
   }
 

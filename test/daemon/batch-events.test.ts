@@ -1,6 +1,10 @@
 // session/events (batched events) is opt-in per connection: capabilities.batchEvents.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { AstraClient } from '../../client/index.js';
 import { Connection } from '../../ipc/index.js';
 import { LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
 import { readRecord, resolvePaths } from '../../discovery/index.js';
@@ -240,6 +244,61 @@ describe('opting out of notifications, and refused subscriptions', () => {
       expect(err).toMatchObject({ reason: 'cursor_ahead', data: { headSeq: 1 } });
     } finally {
       raw.conn.close();
+    }
+  });
+});
+
+describe('a full disk under the data directory', () => {
+  it('ends the turn failed, sends subscribers session/notice naming the journal, answers disk_full, and the daemon stays up', async (ctx) => {
+    const home = makeHome('ad');
+    const data = path.join(home, 'data');
+    fs.mkdirSync(data, { mode: 0o700 });
+    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4194304', 'tmpfs', data], { encoding: 'utf8' });
+    if (mount.status !== 0) {
+      fs.rmSync(home, { recursive: true, force: true });
+      console.warn(`skipped: cannot mount a tmpfs to fill (${(mount.stderr || 'mount failed').trim()}); run as root to test a full disk`);
+      ctx.skip();
+      return;
+    }
+    const env = envFor(home, { ASTRA_IDLE_TIMEOUT_MS: '20000' });
+    let client: AstraClient | undefined;
+    let raw: { conn: Connection; notes: Note[] } | undefined;
+    try {
+      client = await AstraClient.connect({ clientName: 'test', env });
+      raw = await rawClient(env, 'watcher', true);
+      const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+      const lease = await client.acquireController(session.id);
+      await raw.conn.request('session/subscribe', { sessionId: session.id });
+      await client.turn.start({ sessionId: session.id, input: { text: 'count=100000000 size=200' } });
+      await waitFor('the stream to start', () => received(raw!.notes).some((e) => e.type === 'command.output'), 10_000);
+      // Fill what is left of the 4 MiB (the filler is never larger than the tmpfs).
+      const fd = fs.openSync(path.join(data, 'filler'), 'w');
+      try {
+        for (let i = 0; i < 64; i++) fs.writeSync(fd, Buffer.alloc(64 * 1024, 1));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
+      } finally {
+        fs.closeSync(fd);
+      }
+      const notice = (await waitFor('a session/notice', () => raw!.notes.find((n) => n.method === 'session/notice'), 20_000)) as unknown as {
+        params: { sessionId: string; reason: string; path?: string };
+      };
+      expect(notice.params).toMatchObject({ sessionId: session.id, reason: 'disk_full' });
+      expect(notice.params.path).toContain(session.id);
+      await waitFor('the turn to end', async () => (await client!.session.list({})).sessions.find((x) => x.id === session.id)?.state === 'idle', 20_000);
+      const rename = await client.session.rename({ sessionId: session.id, epoch: lease.epoch, title: 'x' }).catch((e: unknown) => e);
+      expect(rename).toMatchObject({ reason: 'disk_full' });
+      const before = fs.readdirSync(path.join(data, 'sessions'));
+      const create = await client.session.create({ engine: 'synthetic' }).catch((e: unknown) => e);
+      expect(create).toMatchObject({ reason: 'disk_full' });
+      expect(fs.readdirSync(path.join(data, 'sessions'))).toEqual(before);
+      // Still up and answering.
+      expect(((await raw.conn.request('daemon/status', {})) as { pid: number }).pid).toBeGreaterThan(0);
+    } finally {
+      raw?.conn.close();
+      await client?.close().catch(() => undefined);
+      spawnSync('umount', ['-l', data]);
+      await cleanupHome(home);
     }
   });
 });

@@ -8,7 +8,7 @@ import { AstraError } from '../protocol/index.js';
 import { eventFromBody, mapBody, packInternal, storedFromRecord, unpackInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
 import { EventLog } from './event-log.js';
 import { EventTail, WIRE_OVERHEAD, type CatchUpBudget } from './event-tail.js';
-import { RecordKind, SessionJournal, type ScannedRecord } from './journal.js';
+import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from './journal.js';
 import type { RuntimeLogger } from './logger.js';
 import { killOrphanGroup } from './orphans.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
@@ -122,7 +122,14 @@ export class SessionHost implements FeedSource {
   static async load(dir: string, id: string, fallbackMeta: SessionMeta | undefined, opts: HostOptions): Promise<SessionHost> {
     const host = new SessionHost(dir, fallbackMeta ? { ...fallbackMeta } : blankMeta(id), opts);
     const replay = { headSeq: 0, lost: [] as { from: number; to: number }[] };
-    const journal = await SessionJournal.open(host.journalFile, { logger: opts.logger, directIO: opts.directIO, onRecord: (rec) => host.replayRecord(rec, replay) });
+    const openOpts: JournalOpenOptions & { onDamage?(d: { offset: number; bytes: number; reason: string }): void } = {
+      logger: opts.logger,
+      directIO: opts.directIO,
+      onRecord: (rec) => host.replayRecord(rec, replay),
+      // A journal that resyncs past damage (H-journal's) says where; the lost seqs show as a gap.
+      onDamage: (d) => opts.logger.error({ sessionId: id, file: host.journalFile, offset: d.offset, bytes: d.bytes, reason: d.reason, afterSeq: replay.headSeq }, `session ${id}: its journal is damaged after event ${replay.headSeq}; the records after the damage are kept`),
+    };
+    const journal = await SessionJournal.open(host.journalFile, openOpts);
     const remembered = fallbackMeta?.headSeq ?? 0;
     if (remembered > replay.headSeq) replay.lost.push({ from: replay.headSeq + 1, to: remembered });
     host.attach(journal, Math.max(replay.headSeq, remembered));

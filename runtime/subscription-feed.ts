@@ -36,8 +36,6 @@ export interface SubscriptionSink {
   onReplayed?(throughSeq: number): void;
   /** A published event a paused subscription did not get live (it will be replayed); `bytes` is its encoded size. */
   onSkipped?(seq: number, bytes: number): void;
-  /** A paused subscription caught up and is live again (seq throughSeq was the last one fed). */
-  onResumed?(throughSeq: number): void;
   /** See FeedNotice. */
   onNotice?(n: FeedNotice): void;
 }
@@ -157,8 +155,8 @@ export class SubscriptionFeed {
         this.phase = 'live';
         // What was kept in memory for it may go now.
         src.trimTail();
+        // A resume after a pause is silent: the subscriber's stream simply goes on.
         if (announce) this.sink.onReplayed?.(this.lastSeq);
-        else this.sink.onResumed?.(this.lastSeq);
         return;
       }
       if (!positioned()) {

@@ -21,8 +21,8 @@ export interface RunningTurn {
 }
 
 export class SessionState {
-  running: RunningTurn | undefined;
-  lastTurnId: string | undefined;
+  private runningTurn: RunningTurn | undefined;
+  private lastTurn: string | undefined;
   private readonly turns = new Map<string, FinalTurnStatus>();
   /** Pending approvals, in the shape the daemon is handed (engine.ts ApprovalRequest). */
   readonly approvals = new Map<string, ApprovalRequest>();
@@ -32,6 +32,15 @@ export class SessionState {
   readonly openCommands = new Map<number, number>();
 
   constructor(readonly meta: SessionMeta) {}
+
+  /** The turn running now (turn.started without its turn.completed). */
+  get running(): RunningTurn | undefined {
+    return this.runningTurn;
+  }
+
+  get lastTurnId(): string | undefined {
+    return this.lastTurn;
+  }
 
   /** What an event changes in the session (the default: only updatedAt). */
   applyEvent(e: SessionEvent): void {
@@ -53,8 +62,8 @@ export class SessionState {
         m.epoch = Math.max(m.epoch, e.data.epoch);
         break;
       case 'turn.started':
-        this.lastTurnId = e.data.turnId;
-        if (this.running?.turnId !== e.data.turnId) this.running = { turnId: e.data.turnId, status: 'running', abort: new AbortController(), ended: false };
+        this.lastTurn = e.data.turnId;
+        if (this.runningTurn?.turnId !== e.data.turnId) this.runningTurn = { turnId: e.data.turnId, status: 'running', abort: new AbortController(), ended: false };
         break;
       case 'approval.requested': {
         const a: ApprovalRequest = { sessionId: m.id, approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd };
@@ -108,9 +117,9 @@ export class SessionState {
    */
   endTurn(turnId: string, status: FinalTurnStatus): void {
     this.turns.set(turnId, status);
-    if (this.running?.turnId === turnId) {
-      this.running.ended = true;
-      this.running = undefined;
+    if (this.runningTurn?.turnId === turnId) {
+      this.runningTurn.ended = true;
+      this.runningTurn = undefined;
     }
     this.openCommands.clear();
   }

@@ -135,8 +135,9 @@ export class SessionHost implements FeedSource {
     host.attach(journal, Math.max(replay.headSeq, remembered));
     host.meta.headSeq = host.log.headSeq;
     for (const { from, to } of replay.lost) {
-      opts.logger.error({ sessionId: id, fromSeq: from, toSeq: to, file: host.journalFile }, `session ${id}: events ${from}–${to} were damaged on disk and are gone; the rest is intact`);
-      host.append('error', { reason: 'journal_corrupt', message: `events ${from}–${to} of this session were damaged on disk and are gone; the rest is intact` });
+      const what = from === to ? `event ${from} of this session was` : `events ${from}–${to} of this session were`;
+      opts.logger.error({ sessionId: id, fromSeq: from, toSeq: to, file: host.journalFile }, `session ${id}: ${what} damaged on disk and ${from === to ? 'is' : 'are'} gone; the rest is intact`);
+      host.append('error', { reason: 'journal_corrupt', message: `${what} damaged on disk and ${from === to ? 'is' : 'are'} gone; the rest is intact` });
     }
     const running = host.state.running;
     if (running) {

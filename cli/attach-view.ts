@@ -108,6 +108,15 @@ export class AttachView {
     if (this.tty) this.stdout.off('resize', this.onResize);
   }
 
+  /** Stops without writing anything more: the terminal is gone (closed window, hung-up line). */
+  abandon(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.pending = '';
+    if (this.partialTimer) clearTimeout(this.partialTimer);
+    if (this.tty) this.stdout.off('resize', this.onResize);
+  }
+
   private takePartial(): void {
     if (!this.partial) return;
     this.pending += `${this.partial}\n`;

@@ -1,19 +1,24 @@
 // `astra attach <session> [--observe | --take]`: a live terminal on one session (DESIGN.md §6, §9).
 // It replays the history, then streams. The controller types command lines and answers approvals;
-// observers watch and can take control. Keys:
+// observers watch and can take control (unless attached with --observe: read-only). Keys:
 //   Enter      start a turn with the typed line (controller, idle)
 //   y / n      answer an approval prompt (controller)
 //   Ctrl-C     cancel the running turn; again (or with nothing running and an empty line) detach
 //   Ctrl-D     detach (on an empty line, also while a turn runs: it keeps running)
-//   Ctrl-T     take control (takeover)
+//   Ctrl-T     take control (takeover; refused with --observe)
 //   Ctrl-U     clear the line;  Ctrl-L  redraw
-import crypto from 'node:crypto';
+// Over 400 lines on purpose: one terminal's state (control, turn, approval, input, leaving) is one
+// class with one owner of each piece; the status line (attach-status.ts), key decoding
+// (attach-keys.ts) and the screen (attach-view.ts) are apart. Issue 17's terminal work will split
+// the key handling further when commands get a pseudo-terminal.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import { OutcomeUnknownError, type AstraClient, type ApprovalRequest, type Subscription } from '../client/index.js';
+import type { AstraClient, ApprovalRequest, Subscription } from '../client/index.js';
+import { decodeKeys, type Key } from './attach-keys.js';
+import { statusFooter } from './attach-status.js';
 import { AttachView, type Footer } from './attach-view.js';
 import { renderEvent } from './event-render.js';
 import { paint } from './output.js';
-import { connectClient, describeHolder, holderOf, resolveSession, type HolderLike } from './session-util.js';
+import { connectClient, describeHolder, holderOf, mostRecentSession, resolveSession, sessionLabel, type HolderLike } from './session-util.js';
 
 export interface AttachOptions {
   observe?: boolean;
@@ -37,7 +42,7 @@ interface PendingApproval {
 }
 
 /** Runs the attach view until the user detaches; resolves with the exit code. */
-export async function attach(sessionArg: string, opts: AttachOptions, io: AttachIo): Promise<number> {
+export async function attach(sessionArg: string | undefined, opts: AttachOptions, io: AttachIo): Promise<number> {
   if (opts.observe && opts.take) throw new AstraError('invalid_params', '--observe and --take contradict each other; pick one');
   const client = await connectClient(io.env, CLIENT_NAME, {
     // A terminal left open should ride out a long daemon outage.
@@ -45,7 +50,9 @@ export async function attach(sessionArg: string, opts: AttachOptions, io: Attach
   });
   let session: Session;
   try {
-    session = await resolveSession(client, sessionArg);
+    // Like `tmux attach`: no id means the most recently active session, named so nobody is surprised.
+    session = sessionArg === undefined ? await mostRecentSession(client) : await resolveSession(client, sessionArg);
+    if (sessionArg === undefined) io.stdout.write(`astra: attaching to the most recent session, ${sessionLabel(session)}\n`);
   } catch (e) {
     await client.close();
     throw e;
@@ -60,8 +67,16 @@ class Attach {
   private title: string;
   private controller: HolderLike | null = null;
   private controllerGraceUntil: number | undefined;
-  /** Why this terminal is not (or no longer) the controller, when it once was or tried. */
+  /** Why this terminal lost control; shown only while it is still the current state. */
   private leaseNote: string | undefined;
+  /** Who took control from this terminal (the note holds while they keep it). */
+  private takenBy: HolderLike | undefined;
+  /** Control was taken from this terminal on purpose: it does not grab it back by itself. */
+  private displaced = false;
+  /** Turns whose command was denied: the engine ends them as `cancelled`. */
+  private readonly deniedTurns = new Set<string>();
+  /** Approvals printed while this terminal only watched: if control comes here, say it is ours now. */
+  private readonly watchedApprovals = new Set<string>();
   private runningTurnId: string | undefined;
   private cancelRequested = false;
   private connection: 'connected' | 'reconnecting' = 'connected';
@@ -72,6 +87,8 @@ class Attach {
   private sub: Subscription | undefined;
   private finished: ((code: number) => void) | undefined;
   private ending = false;
+  /** The daemon was stopped on purpose; Enter starts it again, Ctrl-D leaves. */
+  private daemonStopped = false;
   private readonly cleanups: (() => void)[] = [];
 
   constructor(
@@ -99,10 +116,11 @@ class Attach {
   async run(): Promise<number> {
     const done = new Promise<number>((resolve) => (this.finished = resolve));
     this.wireClient();
+    this.watchTerminal();
     // The handler goes in before acquiring: a grant re-offers pending approvals at once.
     this.cleanups.push(this.client.onApproval((req) => this.onApprovalRequest(req)));
     if (!this.opts.observe) await this.tryAcquire(Boolean(this.opts.take), true);
-    else this.notice(`observing ${this.id}; press Ctrl-T to take control`);
+    else this.notice(`observing ${this.id} read-only (--observe); Ctrl-D detaches`);
     this.refresh();
     try {
       this.sub = await this.client.subscribe(this.id, {
@@ -143,11 +161,20 @@ class Attach {
       }),
       c.on('leaseLost', ({ sessionId, reason, holder }) => {
         if (sessionId !== this.id) return;
-        const newHolder = holder ?? this.controller;
+        const newHolder = holder ?? this.controller ?? undefined;
         const by = reason === 'takeover' && newHolder ? ` by ${describeHolder(newHolder)}` : '';
         this.leaseNote = reason === 'takeover' ? `taken over${by}` : `lost (${reason})`;
+        this.takenBy = reason === 'takeover' ? newHolder : undefined;
+        if (reason === 'takeover') this.displaced = true;
         this.dropApproval(new AstraError('not_controller', 'control was lost'));
         this.notice(`control ${this.leaseNote}; now observing — Ctrl-T takes it back`, 'yellow');
+        this.refresh();
+      }),
+      // A deliberate stop stays a stop: the client does not respawn the daemon; this terminal asks.
+      c.on('stopped', () => {
+        this.daemonStopped = true;
+        this.connection = 'reconnecting';
+        this.notice('the daemon was stopped (astra daemon stop); press Enter to start it and reattach, or Ctrl-D to leave', 'yellow');
         this.refresh();
       }),
       c.on('error', (e) => {
@@ -160,6 +187,7 @@ class Attach {
     try {
       await this.client.acquireController(this.id, { takeover });
       this.leaseNote = undefined;
+      this.displaced = false;
       if (!initial || takeover) this.notice(takeover ? `you took control of ${this.id}` : `you control ${this.id}`, 'green');
     } catch (e) {
       if (isAstraError(e, 'lease_held')) {
@@ -176,6 +204,7 @@ class Attach {
   }
 
   private onEvent(event: SessionEvent): void {
+    const previousHolder = this.controller;
     switch (event.type) {
       case 'session.created':
         this.title = event.data.title;
@@ -196,19 +225,44 @@ class Attach {
       case 'lease.changed':
         this.controller = event.data.holder;
         this.controllerGraceUntil = event.data.reason === 'grace' ? event.data.graceUntil : undefined;
+        // History replayed is not news: only a change now can make this terminal act.
+        if (this.live) this.onControlChanged(event.data.holder);
         break;
       case 'approval.resolved':
+        // A withdrawn request (turn cancelled, daemon restarted) is a deny without anyone's name.
+        if (event.data.decision === 'deny' && event.data.by) this.deniedTurns.add(event.data.turnId);
         if (this.approval?.request.approvalId === event.data.approvalId) this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'));
         break;
     }
-    for (const r of renderEvent(event, this.view.color)) {
-      if (r.kind === 'line') this.view.line(r.text);
+    for (const r of renderEvent(event, this.view.color, { deniedTurns: this.deniedTurns, previousHolder })) {
+      // An approval is printed once: observers are told who must answer; the controller's prompt is the footer.
+      if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line') {
+        this.watchedApprovals.add(event.data.approvalId);
+        this.view.line(`${r.text}${paint(this.view.color, 'dim', ` — waiting for ${describeHolder(this.controller)} to answer`)}`);
+      }
+      else if (r.kind === 'line') this.view.line(r.text);
       else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
-    if (event.type === 'approval.requested' && this.live && !this.isController) {
-      this.view.line(paint(this.view.color, 'dim', `  (waiting for ${describeHolder(this.controller)} to answer)`));
-    }
     this.refresh();
+  }
+
+  /** Control moved (live): drop a note that no longer holds; take control when it is free and wanted. */
+  private onControlChanged(holder: HolderLike | null): void {
+    if (this.isController) return;
+    const stillTaker = holder && this.takenBy?.connectionId !== undefined && holder.connectionId === this.takenBy.connectionId;
+    if (this.leaseNote && !stillTaker) {
+      this.leaseNote = undefined;
+      this.takenBy = undefined;
+    }
+    if (holder || this.ending) return;
+    if (this.opts.observe) return;
+    // Someone took control from this terminal on purpose (`astra take` frees it for the next user):
+    // grabbing it back unasked would undo that. A terminal that wanted control from the start takes it.
+    if (this.displaced) {
+      this.notice('control is free — press Ctrl-T to take it');
+      return;
+    }
+    void this.tryAcquire(false, false);
   }
 
   // ---- approvals ----
@@ -224,7 +278,10 @@ class Attach {
       reject = rej;
     });
     this.approval = { request, promise, resolve, reject };
-    this.view.line(paint(this.view.color, 'yellow', `approve \`${request.command}\` in ${request.cwd}? press y or n`));
+    // The request itself is printed from the event stream; without a footer the prompt needs a line,
+    // and one printed as someone else's question needs saying that it is ours now.
+    if (!this.view.tty) this.view.line(`approve \`${request.command}\`? press y or n`);
+    else if (this.watchedApprovals.has(request.approvalId)) this.notice(`you control ${this.id} now: the approval of \`${request.command}\` is yours to answer (y or n)`, 'yellow');
     this.refresh();
     return promise;
   }
@@ -248,17 +305,9 @@ class Attach {
   // ---- turns ----
 
   private async startTurn(text: string): Promise<void> {
-    const idempotencyKey = crypto.randomUUID();
-    const params = { sessionId: this.id, input: { text }, idempotencyKey };
     try {
-      try {
-        await this.client.turn.start(params);
-      } catch (e) {
-        if (!(e instanceof OutcomeUnknownError)) throw e;
-        // The connection dropped mid-call: ask what happened rather than guess (same key = safe retry).
-        const st = await this.client.mutationStatus(this.id, idempotencyKey);
-        if (st.state === 'unknown') await this.client.turn.start(params);
-      }
+      // A dropped connection mid-call is resolved by the client (mutation/status, same key).
+      await this.client.startTurn(this.id, text);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       if (isAstraError(e, 'turn_in_progress')) this.notice('a turn is already running: wait for it, or press Ctrl-C to cancel it', 'yellow');
@@ -266,6 +315,22 @@ class Attach {
       this.input = this.input || text;
       this.refresh();
     }
+  }
+
+  /** Enter after a deliberate stop: start a daemon, reattach, and take control again if this terminal had it. */
+  private async restartStoppedDaemon(): Promise<void> {
+    this.daemonStopped = false;
+    const wasController = this.isController;
+    this.notice('starting the daemon…', 'yellow');
+    this.refresh();
+    try {
+      await this.client.resume({ timeoutMs: 30_000 });
+    } catch (e) {
+      await this.end(1, [`astra: could not start the daemon again: ${e instanceof Error ? e.message : String(e)}`]);
+      return;
+    }
+    // A lease the new daemon could not reclaim was reported lost: ask for control as attaching does.
+    if (wasController && !this.isController && !this.opts.observe) await this.tryAcquire(false, false);
   }
 
   private async cancelTurn(): Promise<void> {
@@ -308,37 +373,34 @@ class Attach {
       stdin.off('end', onEnd);
       stdin.pause();
     });
-    for (const sig of ['SIGTERM', 'SIGHUP'] as const) {
-      const h = () => void this.detach(`received ${sig}`);
-      process.on(sig, h);
-      this.cleanups.push(() => process.off(sig, h));
-    }
+  }
+
+  /**
+   * Leaving by signal or a vanished terminal. SIGHUP (the window was closed) is a normal way to
+   * leave, like Ctrl-D: control is released at once rather than held for the grace period. Then
+   * the terminal is gone, so nothing more is written to it (a write would fail with EIO).
+   */
+  private watchTerminal(): void {
+    const onTerm = () => void this.detach('received SIGTERM');
+    const onHup = () => void this.detach('the terminal closed (SIGHUP)', true);
+    const onGone = (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EIO' || e.code === 'EPIPE' || e.code === 'ENXIO') void this.detach(`the terminal went away (${e.code})`, true);
+    };
+    process.on('SIGTERM', onTerm);
+    process.on('SIGHUP', onHup);
+    this.io.stdout.on('error', onGone);
+    this.io.stdin.on('error', onGone);
+    // The error handlers stay: late errors of a closed terminal must not crash a process on its way out.
+    this.cleanups.push(() => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGHUP', onHup);
+    });
   }
 
   private onData(text: string): void {
-    for (let i = 0; i < text.length; i++) {
-      const ch = text[i]!;
-      const code = ch.charCodeAt(0);
-      if (ch === '\x1b') {
-        // An escape sequence (arrows, function keys): skip it whole.
-        const next = text[i + 1];
-        if (next === '[' || next === 'O') {
-          i += 2;
-          while (i < text.length && !/[@-~]/.test(text[i]!)) i++;
-        }
-        continue;
-      }
-      if (ch === '\r' || ch === '\n') {
-        // "\r\n" from a pasted line is one Enter.
-        if (ch === '\r' && text[i + 1] === '\n') i++;
-        this.onKey('enter');
-      } else if (ch === '\x7f' || ch === '\b') this.onKey('backspace');
-      else if (ch === '\x03') this.onKey('ctrl-c');
-      else if (ch === '\x04') this.onKey('ctrl-d');
-      else if (ch === '\x14') this.onKey('ctrl-t');
-      else if (ch === '\x15') this.onKey('ctrl-u');
-      else if (ch === '\x0c') this.onKey('ctrl-l');
-      else if (code >= 0x20) this.onChar(ch);
+    for (const k of decodeKeys(text)) {
+      if (k.length === 1) this.onChar(k);
+      else this.onKey(k as Key);
     }
   }
 
@@ -358,8 +420,13 @@ class Attach {
     this.refresh();
   }
 
-  private onKey(key: 'enter' | 'backspace' | 'ctrl-c' | 'ctrl-d' | 'ctrl-t' | 'ctrl-u' | 'ctrl-l'): void {
+  private onKey(key: Key): void {
     if (this.ending) return;
+    if (this.daemonStopped) {
+      if (key === 'enter') void this.restartStoppedDaemon();
+      else if (key === 'ctrl-d' || key === 'ctrl-c') void this.detach(key === 'ctrl-d' ? 'Ctrl-D' : 'Ctrl-C');
+      return;
+    }
     switch (key) {
       case 'enter': {
         if (!this.isController) {
@@ -394,6 +461,10 @@ class Attach {
         this.view.redraw();
         return;
       case 'ctrl-t':
+        if (this.opts.observe) {
+          this.hint(`this terminal is read-only (--observe); to control the session, detach and run \`astra attach ${this.id}\``, true);
+          return;
+        }
         if (this.isController) {
           this.hint('you already control this session', true);
           return;
@@ -423,6 +494,10 @@ class Attach {
   }
 
   private observerHint(always: boolean): void {
+    if (this.opts.observe) {
+      this.hint(`this terminal is read-only (--observe): typing is ignored; \`astra attach ${this.id}\` in another terminal controls the session`, always);
+      return;
+    }
     this.hint(`you are observing (${describeHolder(this.controller)} controls this session): press Ctrl-T to take control, or attach with --take`, always);
   }
 
@@ -436,7 +511,7 @@ class Attach {
   // ---- output ----
 
   private notice(text: string, colour: 'green' | 'yellow' | 'red' | 'cyan' = 'cyan'): void {
-    this.view.line(paint(this.view.color, colour, `[astra] ${text}`));
+    this.view.line(paint(this.view.color, colour, `astra: ${text}`));
   }
 
   private refresh(): void {
@@ -445,49 +520,43 @@ class Attach {
 
   private footer(): Footer {
     const me = this.isController;
-    let role: string;
-    let colour: Footer['statusColour'];
-    if (me) {
-      role = 'you control this session';
-      colour = 'green';
-    } else {
-      const who = this.controller ? describeHolder(this.controller) : undefined;
-      const grace = this.controllerGraceUntil !== undefined ? ` (disconnected; reserved until ${new Date(this.controllerGraceUntil).toLocaleTimeString()})` : '';
-      if (this.leaseNote && who && this.leaseNote.endsWith(`by ${who}`)) role = `observing — control ${this.leaseNote}${grace}`;
-      else if (this.leaseNote) role = `observing — control ${this.leaseNote}; ${who ? `controlled by ${who}${grace}` : 'no controller now'}`;
-      else role = who ? `observing — controlled by ${who}${grace}` : 'observing — no controller';
-      colour = this.leaseNote ? 'yellow' : 'cyan';
-    }
-    const turn = this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle';
-    const conn = this.connection === 'reconnecting' ? ' │ reconnecting…' : this.live ? '' : ' │ replaying…';
-    if (this.connection === 'reconnecting') colour = 'red';
-    const keys = me ? (this.runningTurnId ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach') : 'Ctrl-T take · Ctrl-D detach';
-    const title = this.title.length > 24 ? `${this.title.slice(0, 23)}…` : this.title;
-    const status = ` astra ${this.id}${title ? ` "${title}"` : ''} │ ${role} │ ${turn}${conn} │ ${keys}`;
-    let promptPrefix: string;
-    if (this.approval && me) promptPrefix = paint(this.view.color, 'yellow', `approve \`${this.approval.request.command}\`? [y/n] `);
-    else if (me) promptPrefix = paint(this.view.color, 'bold', '❯ ');
-    else promptPrefix = paint(this.view.color, 'dim', '(observing) ');
-    return { status, statusColour: colour, promptPrefix, input: me && !this.approval ? this.input : '' };
+    return statusFooter(
+      {
+        id: this.id,
+        title: this.title,
+        me,
+        readOnly: Boolean(this.opts.observe),
+        controller: this.controller,
+        controllerGraceUntil: this.controllerGraceUntil,
+        leaseNote: this.leaseNote,
+        takenBy: this.takenBy,
+        turn: this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle',
+        connection: this.connection === 'reconnecting' ? 'reconnecting' : this.live ? 'live' : 'replaying',
+        approvalAsked: Boolean(this.approval && me),
+        input: me && !this.approval ? this.input : '',
+      },
+      this.view.color,
+    );
   }
 
   // ---- leaving ----
 
-  private async detach(why: string): Promise<void> {
+  private async detach(why: string, terminalGone = false): Promise<void> {
     if (this.ending) return;
     const running = this.runningTurnId;
     const lines = [
-      paint(this.view.color, 'dim', `[astra] detached from ${this.id} (${why})${running ? '; the turn keeps running' : ''} — \`astra attach ${this.id}\` to come back`),
+      paint(this.view.color, 'dim', `astra: detached from ${this.id} (${why})${running ? '; the turn keeps running' : ''} — \`astra attach ${this.id}\` to come back`),
     ];
-    await this.end(0, lines);
+    await this.end(0, lines, terminalGone);
   }
 
-  private async end(code: number, lines: string[]): Promise<void> {
+  private async end(code: number, lines: string[], terminalGone = false): Promise<void> {
     if (this.ending) return;
     this.ending = true;
     for (const c of this.cleanups.splice(0)) c();
     this.dropApproval(new AstraError('not_controller', 'the terminal detached'));
-    this.view.close(lines);
+    if (terminalGone) this.view.abandon();
+    else this.view.close(lines);
     try {
       // Releasing (not just disconnecting) leaves the turn running and control free at once.
       await this.client.close({ releaseLeases: true });

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';
-import { isProcessAlive, removeRecordIfOwned, resolvePaths, type DiscoveryRecord } from '../discovery/index.js';
+import { isProcessAlive, removeRecordIfOwned, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
 import { connectOrSpawn, handshake, readUsableRecord } from '../client/connect.js';
 import { parseDuration } from '../protocol/index.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
@@ -42,6 +42,8 @@ function formatDuration(ms: number): string {
 }
 
 function printStatus(out: Output, s: DaemonStatus): void {
+  const loaded = s.sessions.length;
+  const sessionsLine = s.sessionsOnDisk === undefined ? `${loaded} loaded` : `${loaded} loaded, ${s.sessionsOnDisk} on disk`;
   const rows: [string, string][] = [
     ['status', style(out, 'green', 'running')],
     ['instance', s.instanceId],
@@ -49,24 +51,79 @@ function printStatus(out: Output, s: DaemonStatus): void {
     ['version', `${s.version} (protocol ${s.protocolVersion})`],
     ['started', `${new Date(s.startedAt).toISOString()} (up ${formatDuration(s.uptimeMs)})`],
     ['endpoint', s.endpoint],
-    ['log', s.logFile],
+    ['log', s.logFile + (s.logLinesDropped ? `  (${s.logLinesDropped} lines could not be written: is the disk full?)` : '')],
     ['idle exit', s.idleTimeoutMs === 0 ? 'never' : `after ${formatDuration(s.idleTimeoutMs)} without clients`],
     ['connections', String(s.connections.length)],
-    ['sessions', String(s.sessions.length)],
+    ['sessions', sessionsLine],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   for (const [k, v] of rows) out.stdout(`${k.padEnd(width)}  ${v}`);
-  for (const c of s.connections) {
-    out.stdout(`  ${c.id}  ${c.clientName} ${c.clientVersion}${c.pid ? ` pid ${c.pid}` : ''}  queued ${c.queuedBytes} B${c.subscriptions.length ? `  watching ${c.subscriptions.length}` : ''}`);
+  if (s.connections.length) {
+    out.stdout('');
+    out.stdout(style(out, 'bold', 'connections'));
+    for (const c of s.connections) {
+      out.stdout(`  ${c.id}  ${c.clientName} ${c.clientVersion}${c.pid ? `  pid ${c.pid}` : ''}  queued ${c.queuedBytes} B${c.subscriptions.length ? `  watching ${c.subscriptions.length}` : ''}`);
+    }
   }
-  for (const x of s.sessions) {
-    const ctl = x.controller
-      ? `${x.controller.clientName}${x.controller.graceUntil ? ` (in grace until ${new Date(x.controller.graceUntil).toISOString()})` : ''}`
-      : 'none';
-    out.stdout(
-      `  ${x.id}  ${JSON.stringify(x.title)}  ${x.state}  seq ${x.headSeq}  epoch ${x.epoch}  controller ${ctl}  observers ${x.observers}` +
-        `${x.runningTurnId ? `  turn ${x.runningTurnId}` : ''}${x.pendingApprovals ? `  approvals pending ${x.pendingApprovals}` : ''}`,
-    );
+  if (s.sessions.length) {
+    out.stdout('');
+    out.stdout(style(out, 'bold', 'sessions (loaded)'));
+    for (const x of s.sessions) {
+      const ctl = x.controller
+        ? `${x.controller.clientName}${x.controller.pid ? ` (pid ${x.controller.pid})` : ''}` +
+          `${x.controller.graceUntil ? ` in grace until ${new Date(x.controller.graceUntil).toISOString()}` : ''}`
+        : 'none';
+      out.stdout(
+        `  ${x.id}  ${JSON.stringify(x.title)}  ${x.state}  seq ${x.headSeq}  epoch ${x.epoch}  controller ${ctl}  observers ${x.observers}` +
+          `${x.runningTurnId ? `  turn ${x.runningTurnId}` : ''}${x.pendingApprovals ? `  approvals pending ${x.pendingApprovals}` : ''}`,
+      );
+    }
+  }
+}
+
+/** What the log's last line says, readable, when it is not a clean stop (a crash leaves its reason there). */
+function lastLogWords(paths: AstraPaths, color: boolean): string | undefined {
+  const last = tailLines(paths.logFile, 1)[0];
+  if (!last) return undefined;
+  try {
+    const entry = JSON.parse(last) as { msg?: unknown };
+    if (entry.msg === 'daemon stopped') return undefined;
+  } catch {
+    // plain text: an early crash on stderr; show it
+  }
+  return formatLogLine(last, color);
+}
+
+/** Why no daemon answers: never ran, stopped cleanly, or died (the record and the log tell). */
+function explainNotRunning(out: Output, paths: AstraPaths): void {
+  let record: DiscoveryRecord | undefined;
+  try {
+    record = readUsableRecord(paths.recordPath);
+  } catch {
+    record = undefined;
+  }
+  const last = lastLogWords(paths, out.color);
+  if (record && !isProcessAlive(record.pid)) {
+    out.stdout(`the last daemon (pid ${record.pid}) died without stopping cleanly; its log: ${paths.logFile} (astra daemon logs)`);
+  } else if (last) {
+    out.stdout(`the last daemon did not stop cleanly; its log: ${paths.logFile} (astra daemon logs)`);
+  }
+  if (last) out.stdout(`  last log line: ${last}`);
+}
+
+/** How long a running daemon may take to put its record right (its self-check runs every 2 s by default). */
+function repairWaitMs(env: NodeJS.ProcessEnv): number {
+  const configured = Number(env.ASTRA_SELF_CHECK_MS);
+  return (Number.isFinite(configured) && configured > 0 ? configured : 2_000) + 500;
+}
+
+/** A daemon whose record names a live process, though the handshake with it failed. */
+function liveButUnreachable(paths: AstraPaths): DiscoveryRecord | undefined {
+  try {
+    const record = readUsableRecord(paths.recordPath);
+    return record && isProcessAlive(record.pid) && looksLikeDaemon(record.pid) ? record : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -90,7 +147,17 @@ function looksLikeDaemon(pid: number): boolean {
   }
 }
 
-export async function stopDaemon(out: Output, env: NodeJS.ProcessEnv, opts: { force?: boolean; timeoutMs: number }): Promise<number> {
+function attachedWords(n: number | undefined, restart: boolean): string {
+  if (n === undefined) return '';
+  if (n === 0) return '; no client was attached';
+  return `; ${n} client${n === 1 ? ' was' : 's were'} attached and ${n === 1 ? 'was' : 'were'} told it ${restart ? 'is restarting (they reconnect)' : 'stopped'}`;
+}
+
+export async function stopDaemon(
+  out: Output,
+  env: NodeJS.ProcessEnv,
+  opts: { force?: boolean; timeoutMs: number; restart?: boolean },
+): Promise<number> {
   const paths = resolvePaths(env);
   const record = readUsableRecord(paths.recordPath);
   if (!record || !isProcessAlive(record.pid)) {
@@ -103,12 +170,13 @@ export async function stopDaemon(out: Output, env: NodeJS.ProcessEnv, opts: { fo
     try {
       const { conn, init } = await handshake(record, { ...CLIENT, requestTimeoutMs: opts.timeoutMs });
       confirmed = init.instanceId === record.instanceId && init.daemon.pid === record.pid;
-      await conn.request('daemon/shutdown', { reason: 'astra daemon stop' }).finally(() => conn.close());
+      const params = opts.restart ? { reason: 'astra daemon restart', restart: true } : { reason: 'astra daemon stop' };
+      const answer = (await conn.request('daemon/shutdown', params).finally(() => conn.close())) as { connections?: number };
       if (await waitUntilGone(record.pid, opts.timeoutMs)) {
-        out.stdout(`daemon stopped (pid ${record.pid})`);
+        out.stdout(`daemon stopped (pid ${record.pid})${attachedWords(answer.connections, opts.restart === true)}`);
         return ExitCode.ok;
       }
-      out.stderr(`the daemon did not exit within ${opts.timeoutMs} ms; sending signals`);
+      out.stderr(`the daemon did not exit within ${formatDuration(opts.timeoutMs)}; sending signals`);
     } catch (e) {
       out.stderr(`graceful shutdown failed (${e instanceof Error ? e.message : String(e)}); sending signals`);
     }
@@ -129,10 +197,14 @@ export async function stopDaemon(out: Output, env: NodeJS.ProcessEnv, opts: { fo
   return ExitCode.ok;
 }
 
+function alreadyRunning(out: Output, s: DaemonStatus): void {
+  out.stdout(`the daemon is already running (pid ${s.pid}, instance ${s.instanceId})`);
+}
+
 async function startDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: number | undefined): Promise<number> {
   const running = await queryRunning(env);
   if (running) {
-    out.stdout(`the daemon is already running (pid ${running.status.pid}, instance ${running.status.instanceId})`);
+    alreadyRunning(out, running.status);
     return ExitCode.ok;
   }
   const daemonArgs = idleTimeoutMs === undefined ? [] : ['--idle-timeout', String(idleTimeoutMs)];
@@ -153,14 +225,22 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
     .command('start')
     .description('start the daemon in the background (does nothing if one is running)')
     .option('--foreground', 'run the daemon in this terminal instead of detaching')
-    .option('--idle-timeout <duration>', 'exit after this long without clients (ms, or 30s/10m/1h; 0 = never)')
+    .option('--idle-timeout <duration>', 'exit after this long without clients (ms, or 30s/10m/1h; 0 = never; default 10m)')
     .action(async (o: { foreground?: boolean; idleTimeout?: string }) => {
       const idle = o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout');
       if (o.foreground) {
+        // One daemon per user: a foreground start next to a running one is refused, not a silent exit.
+        const running = await queryRunning(env);
+        if (running) {
+          alreadyRunning(out, running.status);
+          out.stderr('astra: not starting a second daemon in the foreground; stop the running one first (astra daemon stop)');
+          setExit(ExitCode.error);
+          return;
+        }
         const { runDaemon } = await import('../daemon/main.js');
         const paths = resolvePaths(env);
-        out.stderr(`astra daemon running in the foreground (pid ${process.pid}); log: ${paths.logFile}; Ctrl-C stops it`);
-        setExit(await runDaemon(idle === undefined ? [] : ['--idle-timeout', String(idle)], env));
+        out.stderr(`astra daemon running in the foreground (pid ${process.pid}); log: ${paths.logFile} (also shown here); Ctrl-C stops it`);
+        setExit(await runDaemon(['--foreground', ...(idle === undefined ? [] : ['--idle-timeout', String(idle)])], env));
         return;
       }
       setExit(await startDaemon(out, env, idle));
@@ -171,13 +251,29 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
     .description('show whether the daemon runs and what it is doing (never starts one); exit 0 running, 3 not running')
     .option('--json', 'print one JSON object')
     .action(async (o: { json?: boolean }) => {
-      const running = await queryRunning(env);
+      const paths = resolvePaths(env);
+      let running = await queryRunning(env);
+      // A live daemon whose record was altered puts it right at its next self-check: ask once more then.
+      if (!running && liveButUnreachable(paths)) {
+        await new Promise((r) => setTimeout(r, repairWaitMs(env)));
+        running = await queryRunning(env);
+      }
       if (!running) {
-        const paths = resolvePaths(env);
+        const live = liveButUnreachable(paths);
+        if (live) {
+          const msg =
+            `the daemon runs (pid ${live.pid}) but does not accept its own record's token; its record may be being repaired. ` +
+            'Try again in a moment; if it persists: astra daemon restart';
+          if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid: live.pid, recordPath: paths.recordPath, logFile: paths.logFile }));
+          else out.stdout(`${style(out, 'yellow', 'running but not answering')}: ${msg}`);
+          setExit(ExitCode.error);
+          return;
+        }
         if (o.json) {
           out.stdout(JSON.stringify({ running: false, recordPath: paths.recordPath, runtimeDir: paths.runtimeDir, logFile: paths.logFile }));
         } else {
           out.stdout(`${style(out, 'yellow', 'not running')} (looked for ${paths.recordPath}); start it with: astra daemon start`);
+          explainNotRunning(out, paths);
         }
         setExit(ExitCode.notRunning);
         return;
@@ -191,17 +287,17 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
     .command('stop')
     .description('stop the daemon gracefully; with --force (or past --timeout) by signals')
     .option('--force', 'skip the graceful request: SIGTERM, then SIGKILL')
-    .option('--timeout <duration>', 'how long to wait for a graceful exit', '5000')
-    .action(async (o: { force?: boolean; timeout: string }) => {
-      setExit(await stopDaemon(out, env, { force: o.force, timeoutMs: parseDuration(o.timeout, '--timeout') }));
+    .option('--timeout <duration>', 'how long to wait for a graceful exit (ms, or 5s/1m; default 5s)')
+    .action(async (o: { force?: boolean; timeout?: string }) => {
+      setExit(await stopDaemon(out, env, { force: o.force, timeoutMs: parseDuration(o.timeout ?? '5s', '--timeout') }));
     });
 
   daemon
     .command('restart')
-    .description('stop the daemon (if running) and start a new one')
-    .option('--idle-timeout <duration>', 'idle timeout for the new daemon')
+    .description('stop the daemon (if running) and start a new one; attached clients are told to reconnect')
+    .option('--idle-timeout <duration>', 'idle timeout for the new daemon (ms, or 30s/10m/1h; 0 = never; default 10m)')
     .action(async (o: { idleTimeout?: string }) => {
-      await stopDaemon(out, env, { timeoutMs: 5_000 });
+      await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
       setExit(await startDaemon(out, env, o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout')));
     });
 

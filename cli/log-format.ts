@@ -1,39 +1,8 @@
-// Readable daemon log lines: pino's JSON turned into `time LEVEL message key=value ...`.
+// The daemon log for `astra daemon logs`: its last lines and following it. The line formatter is
+// shared with the daemon's --foreground output and lives in discovery/log-format.ts.
 import fs from 'node:fs';
-import { paint, type Colour } from './output.js';
 
-const LEVELS: Record<number, [string, Colour]> = {
-  10: ['TRACE', 'gray'],
-  20: ['DEBUG', 'gray'],
-  30: ['INFO', 'green'],
-  40: ['WARN', 'yellow'],
-  50: ['ERROR', 'red'],
-  60: ['FATAL', 'red'],
-};
-
-export function formatLogLine(line: string, color: boolean): string {
-  let entry: Record<string, unknown>;
-  try {
-    entry = JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return line; // the daemon's own stderr (an early crash) is plain text
-  }
-  if (typeof entry !== 'object' || entry === null) return line;
-  const { time, level, msg, pid, hostname, ...rest } = entry;
-  void hostname;
-  const [name, colour] = LEVELS[Number(level)] ?? ['LOG', 'gray'];
-  const when = typeof time === 'number' ? new Date(time).toISOString() : '';
-  const extras = Object.entries(rest)
-    .map(([k, v]) => {
-      if (k === 'err' && v && typeof v === 'object') {
-        const err = v as { message?: string; stack?: string };
-        return `err=${JSON.stringify(err.message ?? '')}${err.stack ? `\n${err.stack}` : ''}`;
-      }
-      return `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`;
-    })
-    .join(' ');
-  return `${paint(color, 'dim', when)} ${paint(color, colour, name.padEnd(5))} ${paint(color, 'gray', `[${String(pid ?? '')}]`)} ${msg ?? ''}${extras ? ` ${paint(color, 'cyan', extras)}` : ''}`;
-}
+export { formatLogLine } from '../discovery/index.js';
 
 /** The last n lines of a file (reads at most the last few MiB). */
 export function tailLines(file: string, n: number): string[] {

@@ -8,10 +8,15 @@ if (process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED === undefined) {
   process.env.ASTRA_CLI_NATIVE_OFF = '1';
 }
 
-// `astra daemon status | head` closes our stdout early: that is not an error.
+// `astra daemon status | head` closes our stdout early, a closed window hangs up our terminal
+// (EIO): neither is an error. A command that watches the stream itself (attach: it must release
+// control first) has its own handler and is left to it.
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    if (e.code === 'EPIPE' || e.code === 'EIO') {
+      if (stream.listenerCount('error') > 1) return;
+      process.exit(process.exitCode ?? 0);
+    }
     throw e;
   });
 }

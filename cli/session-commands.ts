@@ -1,34 +1,17 @@
-// The user commands (DESIGN.md §9): `astra new`, `sessions`, `attach`, `send`, `cancel`, `take`.
+// The user commands (DESIGN.md §9): `astra new`, `sessions`, `attach`, `send`, `cancel`, `take`
+// (`rename`, `archive`, `rm`: cli/manage-commands.ts).
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { AstraError, isAstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
-import type { AstraClient, ControllerLease } from '../client/index.js';
+import type { AstraClient } from '../client/index.js';
 import { attach } from './attach.js';
 import { eventToJson, turnEndText } from './event-render.js';
-import { ExitCode, fail, style, type Output } from './output.js';
-import { connectClient, describeHolder, formatAgo, leaseHeldMessage, listAllSessions, resolveSession } from './session-util.js';
+import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';
+import { SESSION_ARG, registerManageCommands } from './manage-commands.js';
+import { acquireOrExplain, connectClient, describeHolder, formatAgo, listAllSessions, resolveSession, withClient } from './session-util.js';
 
 /** Exit code of `send --wait` for a turn that was cancelled (like a shell's SIGINT). */
 const EXIT_CANCELLED = 130;
-
-async function withClient<T>(env: NodeJS.ProcessEnv, name: string, fn: (c: AstraClient) => Promise<T>): Promise<T> {
-  const client = await connectClient(env, name);
-  try {
-    return await fn(client);
-  } finally {
-    await client.close({ releaseLeases: true });
-  }
-}
-
-/** Becomes the controller, or fails with the holder's name and the fix. */
-async function acquireOrExplain(client: AstraClient, sessionId: string): Promise<ControllerLease> {
-  try {
-    return await client.acquireController(sessionId);
-  } catch (e) {
-    if (isAstraError(e, 'lease_held')) throw new AstraError('lease_held', leaseHeldMessage(sessionId, e), e.data);
-    throw e;
-  }
-}
 
 export function registerSessionCommands(program: Command, out: Output, env: NodeJS.ProcessEnv, setExit: (code: number) => void): void {
   program
@@ -46,45 +29,53 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
   program
     .command('sessions')
     .description('list sessions: id, title, state, controller, observers, last activity')
-    .option('--json', 'print a JSON array of sessions (each with an observers count)')
+    .option('--json', 'print a JSON array of sessions (each with its controller or null, observers and pendingApprovals)')
     .option('--all', 'include archived sessions')
     .action(async (o: { json?: boolean; all?: boolean }) => {
       const { sessions, status } = await withClient(env, 'astra sessions', async (c) => ({
         sessions: await listAllSessions(c, Boolean(o.all)),
         status: await c.daemon.status(),
       }));
-      // Observers are connections watching a session that do not control it; only the daemon knows.
-      const observers = new Map<string, number>(status.sessions.map((s: DaemonStatus['sessions'][number]) => [s.id, s.observers]));
+      // Observers and pending approvals are the daemon's to know (loaded sessions only; others have none).
+      const live = new Map<string, DaemonStatus['sessions'][number]>(status.sessions.map((s: DaemonStatus['sessions'][number]) => [s.id, s]));
       if (o.json) {
-        out.stdout(JSON.stringify(sessions.map((s) => ({ ...s, observers: observers.get(s.id) ?? 0 })), null, 2));
+        const rows = sessions.map((s) => ({ ...s, controller: s.controller ?? null, observers: live.get(s.id)?.observers ?? 0, pendingApprovals: live.get(s.id)?.pendingApprovals ?? 0 }));
+        out.stdout(JSON.stringify(rows, null, 2));
         return;
       }
       if (sessions.length === 0) {
-        out.stdout('no sessions yet; create one with `astra new`');
+        out.stdout(o.all ? 'no sessions yet; create one with `astra new`' : 'no sessions yet (`--all` shows archived ones); create one with `astra new`');
         return;
       }
-      printSessionTable(out, sessions, observers);
+      printSessionTable(out, sessions, live);
     });
 
   program
     .command('attach')
     .description('a live terminal on a session: replay, then stream; the controller types commands and approves, observers watch')
-    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .argument('[session]', `${SESSION_ARG}; without one, the most recently active session`)
     .option('--observe', 'only watch; never take control')
     .option('--take', 'take control even if another terminal has it (it is told)')
-    .addHelpText(
-      'after',
-      '\nKeys: Enter starts a turn · y/n answer an approval · Ctrl-C cancels the running turn (again: detach) ·\n' +
-        'Ctrl-D detaches on an empty line (the turn keeps running) · Ctrl-T takes control · Ctrl-U clears the line · Ctrl-L redraws',
+    .addHelpText('after', () =>
+      wrapText(
+        '\nKeys:\n' +
+          '  Enter    start a turn with the typed line;  y / n  answer an approval\n' +
+          '  Ctrl-C   cancel the running turn (again, or with nothing running: detach)\n' +
+          '  Ctrl-D   detach on an empty line (a running turn keeps running)\n' +
+          '  Ctrl-T   take control (not with --observe, which is read-only)\n' +
+          '  Ctrl-U   clear the line;  Ctrl-L  redraw\n' +
+          'Without --observe, a terminal that watches because someone else has control takes it when it becomes free. ' +
+          'Closing the window releases control, as Ctrl-D does.',
+      ),
     )
-    .action(async (sessionArg: string, o: { observe?: boolean; take?: boolean }) => {
+    .action(async (sessionArg: string | undefined, o: { observe?: boolean; take?: boolean }) => {
       setExit(await attach(sessionArg, o, { stdin: process.stdin, stdout: process.stdout, env }));
     });
 
   program
     .command('send')
     .description('start a turn without a terminal view (acquires control for the call)')
-    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .argument('<session>', SESSION_ARG)
     .argument('<text>', 'the input: for the shell engine, a command line')
     .option('--wait', 'stream the output and exit with the command\'s exit code')
     .option('--json', 'print the turn\'s events as JSON lines (output bytes as UTF-8 text)')
@@ -96,7 +87,7 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
   program
     .command('cancel')
     .description('cancel the running turn of a session')
-    .argument('<session>', 'a session id (or a unique prefix of one)')
+    .argument('<session>', SESSION_ARG)
     .option('--wait', 'wait until the turn has stopped')
     .action(async (sessionArg: string, o: { wait?: boolean }) => {
       await withClient(env, 'astra cancel', async (c) => {
@@ -117,11 +108,12 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
   program
     .command('take')
     .description('take control of a session away from its controller and leave it free (the old controller is told)')
-    .argument('<session>', 'a session id (or a unique prefix of one)')
-    .addHelpText(
-      'after',
-      '\nA one-shot command cannot keep a lease, so `take` revokes the current controller and releases control at once:\n' +
-        'the next `astra attach` (or `send`, `cancel`) gets it. A running turn keeps running.',
+    .argument('<session>', SESSION_ARG)
+    .addHelpText('after', () =>
+      wrapText(
+        '\nA one-shot command cannot keep a lease, so `take` revokes the current controller and releases control at once: ' +
+          'the next `astra attach` (or `send`, `cancel`) gets it. A running turn keeps running.',
+      ),
     )
     .action(async (sessionArg: string) => {
       await withClient(env, 'astra take', async (c) => {
@@ -136,17 +128,28 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
         out.stdout(`took control of ${s.id} from ${from}; control is now free (${style(out, 'dim', `\`astra attach ${s.id}\` to control it`)})`);
       });
     });
+
+  registerManageCommands(program, out, env);
 }
 
-function printSessionTable(out: Output, sessions: Session[], observers: Map<string, number>): void {
-  const rows = sessions.map((s) => [
-    s.id,
-    s.title.length > 30 ? `${s.title.slice(0, 29)}…` : s.title,
-    s.state === 'running' || s.runningTurnId ? 'running' : s.state,
-    s.controller ? `${describeHolder(s.controller)}${s.controller.graceUntil !== undefined ? ' (grace)' : ''}` : '-',
-    String(observers.get(s.id) ?? 0),
-    formatAgo(s.updatedAt),
-  ]);
+/** What a session is doing, in the words of `astra sessions`. */
+export function sessionStateText(s: Session, pendingApprovals: number): string {
+  if (pendingApprovals > 0) return 'waiting for approval';
+  return s.state === 'running' || s.runningTurnId ? 'running' : s.state;
+}
+
+function printSessionTable(out: Output, sessions: Session[], live: Map<string, DaemonStatus['sessions'][number]>): void {
+  const rows = sessions.map((s) => {
+    const title = cleanText(s.title);
+    return [
+      s.id,
+      title.length > 30 ? `${title.slice(0, 29)}…` : title,
+      sessionStateText(s, live.get(s.id)?.pendingApprovals ?? 0),
+      s.controller ? `${describeHolder(s.controller)}${s.controller.graceUntil !== undefined ? ' (grace)' : ''}` : '-',
+      String(live.get(s.id)?.observers ?? 0),
+      formatAgo(s.updatedAt),
+    ];
+  });
   const head = ['ID', 'TITLE', 'STATE', 'CONTROLLER', 'OBSERVERS', 'LAST ACTIVITY'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join('  ');
@@ -176,7 +179,7 @@ interface SendOptions {
 }
 
 async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, text: string, o: SendOptions): Promise<number> {
-  if (text.length === 0) fail('the text is empty: give a command line, e.g. astra send <session> "make test"');
+  if (text.trim().length === 0) fail('the text is empty: give a command line, e.g. astra send <session> "ls -la"');
   const client = await connectClient(env, 'astra send');
   let onSigint: (() => void) | undefined;
   try {
@@ -248,7 +251,8 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
       });
     }
 
-    turnId = (await client.turn.start({ sessionId: s.id, input: { text } })).turnId;
+    // The same safe start as attach: a lost answer is resolved through mutation/status, never a second turn.
+    turnId = (await client.startTurn(s.id, text)).turnId;
     gotTurnId(turnId);
     const printTurn = () => out.stdout(o.json ? JSON.stringify({ sessionId: s.id, turnId }) : turnId!);
 

@@ -1,10 +1,18 @@
-// Shared by the user commands: connecting, finding a session by id prefix, naming lease holders.
+// Shared by the user commands: connecting, finding a session by id, prefix or title, naming lease holders.
 import { AstraError, isAstraError, type Session } from '../protocol/index.js';
-import { AstraClient, type AstraClientOptions } from '../client/index.js';
-import { CLI_VERSION } from './output.js';
+import { AstraClient, type AstraClientOptions, type ControllerLease } from '../client/index.js';
+import { CLI_VERSION, cleanText } from './output.js';
 
 export async function connectClient(env: NodeJS.ProcessEnv, clientName: string, extra: Partial<AstraClientOptions> = {}): Promise<AstraClient> {
-  return AstraClient.connect({ clientName, clientVersion: CLI_VERSION, env, ...extra });
+  // A daemon that accepts but does not answer (SIGSTOPped, stuck) is named after a second, once;
+  // the connect then fails naming its pid and the fix.
+  let said = false;
+  const onWaiting = ({ pid }: { pid: number }) => {
+    if (said) return;
+    said = true;
+    process.stderr.write(`astra: waiting for the daemon (pid ${pid}) to answer…\n`);
+  };
+  return AstraClient.connect({ clientName, clientVersion: CLI_VERSION, env, onWaiting, ...extra });
 }
 
 /** Every session, newest first, following the pagination. */
@@ -20,9 +28,37 @@ export async function listAllSessions(client: AstraClient, includeArchived: bool
   return all;
 }
 
+/** Runs `fn` with a connected client, closed (leases released) afterwards. */
+export async function withClient<T>(env: NodeJS.ProcessEnv, name: string, fn: (c: AstraClient) => Promise<T>): Promise<T> {
+  const client = await connectClient(env, name);
+  try {
+    return await fn(client);
+  } finally {
+    await client.close({ releaseLeases: true });
+  }
+}
+
+/** Becomes the controller, or fails with the holder's name and the fix. */
+export async function acquireOrExplain(client: AstraClient, sessionId: string): Promise<ControllerLease> {
+  try {
+    return await client.acquireController(sessionId);
+  } catch (e) {
+    if (isAstraError(e, 'lease_held')) throw new AstraError('lease_held', leaseHeldMessage(sessionId, e), e.data);
+    throw e;
+  }
+}
+
+/** How a session is named in lists and messages: its id and, when it has one, its cleaned title. */
+export function sessionLabel(s: Pick<Session, 'id' | 'title'>): string {
+  const title = cleanText(s.title);
+  return title ? `${s.id} "${title.length > 40 ? `${title.slice(0, 39)}…` : title}"` : s.id;
+}
+
 /**
- * The session whose id is `idOrPrefix`, or the one session whose id starts with it. Reads the
- * snapshot, so a typo fails here with a clear `not_found` rather than deep inside a command.
+ * The session `wanted` names: its id; or the one session whose id starts with it (with or without
+ * `ses_`: ids made together share their leading characters, so users type the distinctive part); or
+ * the one whose title is exactly it. Reads the snapshot, so a typo fails here with a clear
+ * `not_found` rather than deep inside a command; several matches list the candidates.
  */
 export async function resolveSession(client: AstraClient, idOrPrefix: string): Promise<Session> {
   const wanted = idOrPrefix.trim();
@@ -32,16 +68,29 @@ export async function resolveSession(client: AstraClient, idOrPrefix: string): P
   } catch (e) {
     if (!isAstraError(e, 'not_found') && !isAstraError(e, 'invalid_params')) throw e;
   }
-  const matches = (await listAllSessions(client, true)).filter((s) => s.id.startsWith(wanted));
+  const all = await listAllSessions(client, true);
+  const byId = all.filter((s) => s.id.startsWith(wanted) || s.id.startsWith(`ses_${wanted}`));
+  const byTitle = all.filter((s) => s.title === wanted && !byId.includes(s));
+  // A title that names one live session wins over archived namesakes.
+  const liveTitle = byTitle.filter((s) => s.state !== 'archived');
+  const matches = [...byId, ...(byId.length === 0 && liveTitle.length === 1 ? liveTitle : byTitle)];
   if (matches.length === 1) return (await client.session.read({ sessionId: matches[0]!.id, limit: 1 })).session;
   if (matches.length === 0)
-    throw new AstraError('not_found', `no session matches "${wanted}"; \`astra sessions --all\` lists them, \`astra new\` creates one`, { sessionId: wanted });
-  const shown = matches.slice(0, 5).map((s) => s.id).join(', ');
+    throw new AstraError('not_found', `no session has the id, id prefix or title "${cleanText(wanted)}"; \`astra sessions --all\` lists them, \`astra new\` creates one`, { sessionId: wanted });
+  const shown = matches.slice(0, 5).map((s) => `  ${sessionLabel(s)}`).join('\n');
   throw new AstraError(
     'invalid_params',
-    `"${wanted}" matches ${matches.length} sessions (${shown}${matches.length > 5 ? ', ...' : ''}); type more of the id`,
+    `"${cleanText(wanted)}" matches ${matches.length} sessions; give more of the id:\n${shown}${matches.length > 5 ? `\n  … and ${matches.length - 5} more (\`astra sessions --all\`)` : ''}`,
     { sessionId: wanted },
   );
+}
+
+/** The session active most recently (not archived), for `astra attach` without an id. */
+export async function mostRecentSession(client: AstraClient): Promise<Session> {
+  const live = await listAllSessions(client, false);
+  if (live.length === 0) throw new AstraError('not_found', 'there are no sessions yet; create one with `astra new`');
+  const newest = live.reduce((a, b) => (b.updatedAt > a.updatedAt ? b : a));
+  return (await client.session.read({ sessionId: newest.id, limit: 1 })).session;
 }
 
 export interface HolderLike {
@@ -52,7 +101,7 @@ export interface HolderLike {
 
 export function describeHolder(h: HolderLike | null | undefined): string {
   if (!h) return 'nobody';
-  return `${h.clientName}${h.pid !== undefined ? ` (pid ${h.pid})` : ''}`;
+  return `${cleanText(h.clientName)}${h.pid !== undefined ? ` (pid ${h.pid})` : ''}`;
 }
 
 /** The holder named in a `lease_held` error, if the daemon sent one. */

@@ -44,7 +44,24 @@ export interface ConnectOptions {
   daemonArgs?: string[];
   /** Called before the connection starts reading, so no early notification is missed. */
   onConnection?: (conn: Connection) => void;
+  /**
+   * A running daemon has not finished the handshake after WAITING_NOTICE_MS (hung, stopped, or very
+   * busy): called once per attempt, so a CLI can say it is waiting. The attempt still fails after
+   * HANDSHAKE_TIMEOUT_MS, naming the pid and the fix.
+   */
+  onWaiting?: (info: WaitingInfo) => void;
 }
+
+export interface WaitingInfo {
+  /** The pid the discovery record names. */
+  pid: number;
+  waitedMs: number;
+}
+
+/** When a slow handshake is reported to onWaiting. */
+export const WAITING_NOTICE_MS = 1_000;
+/** How long a running daemon has to answer the handshake. */
+export const HANDSHAKE_TIMEOUT_MS = 5_000;
 
 export interface Connected {
   conn: Connection;
@@ -124,8 +141,35 @@ function openSocket(endpoint: string, timeoutMs: number, reads: DirectReads): Pr
 
 /** Connects to the daemon a record names and performs the handshake. */
 export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): Promise<{ conn: Connection; init: InitializeResult }> {
+  const started = Date.now();
+  const waiting = opts.onWaiting
+    ? setTimeout(() => opts.onWaiting?.({ pid: record.pid, waitedMs: Date.now() - started }), WAITING_NOTICE_MS)
+    : undefined;
+  try {
+    return await handshakeOnce(record, opts, started + HANDSHAKE_TIMEOUT_MS);
+  } catch (e) {
+    if (e instanceof AstraError && e.reason === 'request_timeout') throw unresponsive(record, Date.now() - started);
+    if ((e as NodeJS.ErrnoException).code === 'ETIMEDOUT') throw unresponsive(record, Date.now() - started);
+    throw e;
+  } finally {
+    if (waiting) clearTimeout(waiting);
+  }
+}
+
+/** A daemon that accepts the connection but does not answer (SIGSTOPped, stuck): name it and the fix. */
+function unresponsive(record: DiscoveryRecord, waitedMs: number): AstraError {
+  const alive = isProcessAlive(record.pid);
+  return new AstraError(
+    'request_timeout',
+    `the daemon (pid ${record.pid}) did not answer within ${(waitedMs / 1000).toFixed(1)} s${alive ? ' although it is running (stopped or stuck?)' : ''}; ` +
+      'run `astra daemon restart`, or `astra daemon stop --force` to end it',
+    { pid: record.pid, endpoint: record.endpoint, waitedMs },
+  );
+}
+
+async function handshakeOnce(record: DiscoveryRecord, opts: ConnectOptions, deadline: number): Promise<{ conn: Connection; init: InitializeResult }> {
   const reads = new DirectReads();
-  const socket = await openSocket(record.endpoint, 5_000, reads);
+  const socket = await openSocket(record.endpoint, Math.max(1, deadline - Date.now()), reads);
   const conn = new Connection(socket, {
     directReads: reads,
     maxIncomingBytes: LIMITS.maxFrameBytes,
@@ -148,7 +192,7 @@ export async function handshake(record: DiscoveryRecord, opts: ConnectOptions): 
     if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
     if (opts.batchEvents) capabilities.batchEvents = true;
     if (Object.keys(capabilities).length > 0) params.capabilities = capabilities;
-    const init = await conn.request('initialize', params, { timeoutMs: 5_000 });
+    const init = await conn.request('initialize', params, { timeoutMs: Math.max(1, deadline - Date.now()) });
     const problem = initializeResultSchema.check(init, 'initialize result');
     if (problem) throw new AstraError('invalid_request', `the daemon answered initialize oddly: ${problem}`);
     conn.notify('initialized', {});
@@ -340,4 +384,30 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
   } finally {
     await release();
   }
+}
+
+/** An incompatible_protocol that names both versions and the fix, whatever the daemon's own message said. */
+export function explainIncompatible(e: AstraError, env: NodeJS.ProcessEnv): AstraError {
+  let record: DiscoveryRecord | undefined;
+  try {
+    record = readRecord(resolvePaths(env).recordPath);
+  } catch {
+    record = undefined;
+  }
+  const supported = e.data.supported as { min?: unknown; max?: unknown } | undefined;
+  const theirs =
+    supported && typeof supported.min === 'number' && typeof supported.max === 'number'
+      ? supported.min === supported.max
+        ? `${supported.min}`
+        : `${supported.min}-${supported.max}`
+      : record
+        ? `${record.protocolVersion}`
+        : 'another version';
+  const who = record ? `the running daemon (astra ${record.version}, pid ${record.pid})` : 'the running daemon';
+  return new AstraError(
+    'incompatible_protocol',
+    `this client speaks Astra protocol ${PROTOCOL_VERSION} but ${who} speaks protocol ${theirs}; ` +
+      'run `astra daemon restart` to replace it with a daemon of your version (the daemon said: ' + e.message + ')',
+    { ...e.data, clientProtocolVersion: PROTOCOL_VERSION, daemonProtocolVersion: record?.protocolVersion ?? supported?.max },
+  );
 }

@@ -4,8 +4,10 @@ import { AstraError } from '../protocol/index.js';
 /**
  * The connection dropped (or the daemon stopped answering) while a mutation was in flight, so
  * whether it took effect is unknown. The library never retries it: ask `client.mutationStatus(
- * sessionId, idempotencyKey)` (or read the session) and decide. Retrying `turn/start` with the same
- * `idempotencyKey` is always safe: the daemon returns the first result and starts nothing new.
+ * sessionId, idempotencyKey)` (`undefined` as the session id for a session/create key), or read the
+ * session, and decide. Retrying `turn/start` or `session/create` with the same `idempotencyKey` is
+ * always safe: the daemon returns the first result and starts nothing new. `client.startTurn` does
+ * all of this for a turn.
  */
 export class OutcomeUnknownError extends AstraError {
   readonly method: string;
@@ -14,9 +16,11 @@ export class OutcomeUnknownError extends AstraError {
 
   constructor(method: string, opts: { sessionId?: string; idempotencyKey?: string; cause?: AstraError } = {}) {
     const how =
-      opts.idempotencyKey !== undefined && opts.sessionId !== undefined
-        ? `ask client.mutationStatus('${opts.sessionId}', '${opts.idempotencyKey}') to learn what happened, or retry with the same idempotencyKey`
-        : 'read the affected state again (e.g. session/read) before retrying';
+      opts.idempotencyKey === undefined
+        ? 'read the affected state again (e.g. session/read) before retrying'
+        : opts.sessionId !== undefined
+          ? `ask client.mutationStatus('${opts.sessionId}', '${opts.idempotencyKey}') to learn what happened, or retry with the same idempotencyKey`
+          : `ask client.mutationStatus(undefined, '${opts.idempotencyKey}') to learn what happened (a ${method} key needs no session id), or retry with the same idempotencyKey`;
     const why = opts.cause ? ` (${opts.cause.reason}: ${opts.cause.message})` : '';
     super('outcome_unknown', `the connection to the daemon was lost while ${method} was in flight, so whether it took effect is unknown${why}; ${how}`, {
       method,

@@ -10,6 +10,9 @@ export {
   type LeaseHolderInfo,
 } from './client.js';
 export { OutcomeUnknownError } from './errors.js';
+export type { StartTurnOptions } from './calls.js';
+export type { Resynced } from './subscriptions.js';
+export type { LeaseLost } from './leases.js';
 export { Subscription, type SubscribeOptions } from './subscription.js';
 export { ControllerLease, type PersistedLease } from './lease.js';
 export { TypedEmitter, type Listener } from './events.js';
@@ -26,4 +29,4 @@ export type {
   TopLevelMethodName,
   AutoFilledField,
 } from './api.js';
-export { connectOrSpawn, daemonEntryPath, DAEMON_NODE_FLAGS, type ConnectOptions, type Connected, type InitializeResult } from './connect.js';
+export { connectOrSpawn, daemonEntryPath, DAEMON_NODE_FLAGS, type ConnectOptions, type Connected, type InitializeResult, type WaitingInfo } from './connect.js';

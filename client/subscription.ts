@@ -9,6 +9,12 @@ export interface SubscribeOptions {
   onEvent?: (event: SessionEvent) => void;
   /** The backlog up to `throughSeq` has been delivered; what follows is live. Called again after each resubscription. */
   onReplayed?: (throughSeq: number) => void;
+  /**
+   * The session's head was behind `lastSeq` when (re)subscribing (`cursor_ahead`: the daemon lost
+   * events this subscription had delivered, e.g. a damaged journal). The subscription goes on from
+   * `headSeq`; events after it may carry seqs at or below the old `lastSeq`.
+   */
+  onResync?: (info: { lastSeq: number; headSeq: number }) => void;
   /** The subscription ended: closed by the app (no error) or failed (the client closed, or gave up reconnecting). */
   onEnd?: (error: AstraError | undefined) => void;
   /**
@@ -141,6 +147,19 @@ export class Subscription implements AsyncIterable<SessionEvent> {
     if (this.ending) return;
     this.replayedThrough = throughSeq;
     this.opts.onReplayed?.(throughSeq);
+  }
+
+  /** @internal The session's head is behind lastSeq: go on from the head (see onResync). */
+  resync(headSeq: number): void {
+    const lastSeq = this.seq;
+    this.seq = headSeq;
+    try {
+      this.opts.onResync?.({ lastSeq, headSeq });
+    } catch (e) {
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
   }
 
   /** @internal Ends the stream; queued events are still handed out, then the loop ends (or throws `error`). */

@@ -1,5 +1,5 @@
 // daemon/: embed the Astra host in your own process, with your own engines.
-export { createDaemon, Daemon, type DaemonOptions, type StopReason } from './daemon.js';
-export { createLogger, silentLogger, type Logger } from './logger.js';
+export { createDaemon, Daemon, type DaemonOptions, type ShutdownReason, type StopReason } from './daemon.js';
+export { createLogger, droppedLogLines, silentLogger, type Logger } from './logger.js';
 export type { Engine, EngineContext, EngineResult } from '../runtime/index.js';
 export { createShellEngine } from '../runtime/index.js';

@@ -3,7 +3,7 @@
 // as a lease.changed event, and pending approvals follow the controller (DESIGN.md §6).
 import fs from 'node:fs';
 import path from 'node:path';
-import { AstraError, type ServerResultOf, SERVER_REQUESTS } from '../protocol/index.js';
+import { AstraError, type ServerResultOf, type Session, SERVER_REQUESTS } from '../protocol/index.js';
 import { hashToken, newToken } from '../discovery/index.js';
 import { writeFileAtomic } from '../durable/index.js';
 import { LeaseManager, type LeaseChange, type LeaseHolder, type PersistedLease } from '../lease/index.js';
@@ -27,6 +27,7 @@ export class LeaseHost {
   /** approvalId → connectionId it was last sent to, so one controller is asked once. */
   private readonly approvalSentTo = new Map<string, string>();
   private closed = false;
+  private readonly onApprovalRequested = (a: ApprovalRequest): void => this.offerApproval(a);
 
   constructor(
     private readonly runtime: Runtime,
@@ -39,7 +40,7 @@ export class LeaseHost {
       newToken,
       hashToken,
     });
-    runtime.on('approvalRequested', (a) => this.offerApproval(a));
+    runtime.on('approvalRequested', this.onApprovalRequested);
   }
 
   /** After a restart, every lease that was held comes back in grace, reclaimable with its token. */
@@ -103,8 +104,28 @@ export class LeaseHost {
     return [...this.seeded].filter((id) => this.leases.view(id).holder !== null);
   }
 
+  /** The session as clients see it: with its controller (or none) and the lease's epoch if higher. */
+  withController(session: Session): Session {
+    const view = this.leases.view(session.id);
+    const out: Session = { ...session, epoch: Math.max(session.epoch, view.epoch) };
+    if (view.holder) {
+      const c: NonNullable<Session['controller']> = {
+        connectionId: view.holder.connectionId,
+        clientName: view.holder.clientName,
+        since: view.since ?? session.updatedAt,
+      };
+      if (view.holder.pid !== undefined) c.pid = view.holder.pid;
+      if (view.graceUntil !== undefined) c.graceUntil = view.graceUntil;
+      out.controller = c;
+    } else {
+      delete out.controller;
+    }
+    return out;
+  }
+
   close(): void {
     this.closed = true;
+    this.runtime.off('approvalRequested', this.onApprovalRequested);
     if (this.timer) clearTimeout(this.timer);
   }
 

@@ -17,9 +17,9 @@ export class Peer {
   initialized = false;
   inFlight = 0;
   lastSeenAt: number;
-  /** Slow-consumer detection: the queue size when it last shrank, and when that was. */
-  stuckQueueBytes: number | undefined;
-  stuckSince = 0;
+  /** Slow-consumer detection (watchdog.ts): Connection.progress when last seen to change, and when. */
+  lastProgress = -1;
+  progressSince = 0;
   readonly mutedNotifications = new Set<string>();
   /** The client set capabilities.batchEvents: it reads `session/events`. */
   batchEvents = false;

@@ -6,3 +6,4 @@ export * from './token.js';
 export * from './liveness.js';
 export * from './locks.js';
 export * from './version.js';
+export * from './log-format.js';

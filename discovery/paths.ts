@@ -3,6 +3,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import envPaths from 'env-paths';
+import { AstraError } from '../protocol/index.js';
 
 export interface AstraPaths {
   /** ASTRA_HOME, resolved, when set. */
@@ -18,7 +19,19 @@ export interface AstraPaths {
   instanceLockPath: string;
 }
 
+/**
+ * A relative ASTRA_HOME is refused rather than resolved: resolved against each working directory,
+ * it would give every directory its own daemon.
+ */
 export function resolvePaths(env: NodeJS.ProcessEnv = process.env): AstraPaths {
+  if (env.ASTRA_HOME && !path.isAbsolute(env.ASTRA_HOME)) {
+    throw new AstraError(
+      'invalid_params',
+      `ASTRA_HOME must be an absolute path; got "${env.ASTRA_HOME}" (relative to each working directory, it would start a daemon per directory). ` +
+        `Use e.g. ASTRA_HOME="$PWD/${env.ASTRA_HOME}".`,
+      { variable: 'ASTRA_HOME', value: env.ASTRA_HOME },
+    );
+  }
   const home = env.ASTRA_HOME ? path.resolve(env.ASTRA_HOME) : undefined;
   let runtimeDir: string;
   let dataDir: string;

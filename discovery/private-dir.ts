@@ -2,6 +2,7 @@
 // directory of ours that no one else can enter (NOTES.md: Node has no peer-credential API).
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { AstraError } from '../protocol/index.js';
 
 export type UnsafeDirProblem = 'symlink' | 'not_directory' | 'wrong_owner' | 'open_permissions' | 'cannot_create';
@@ -13,9 +14,7 @@ export function ensurePrivateDir(dir: string): void {
     created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (e) {
     // EEXIST/ENOTDIR (a dangling symlink, a file in the way) are diagnosed by the checks below.
-    if (!fs.existsSync(dir) && !isSymlink(dir)) {
-      throw unsafeDir(dir, { problem: 'cannot_create', detail: `it cannot be created (${(e as NodeJS.ErrnoException).code ?? String(e)})` });
-    }
+    if (!fs.existsSync(dir) && !isSymlink(dir)) throw unsafeDir(dir, whyNotCreated(dir, e));
   }
   // A directory we just made gets exactly 0700 whatever the umask.
   if (created !== undefined && process.platform !== 'win32') {
@@ -45,7 +44,7 @@ function unsafeDir(dir: string, found: { problem: UnsafeDirProblem; detail: stri
     symlink: `remove the symlink (rm ${dir}) so Astra can create a real directory, or set ASTRA_HOME to a private directory`,
     not_directory: `remove or rename ${dir}, or set ASTRA_HOME to a private directory`,
     wrong_owner: `remove ${dir} if it is not in use (another user may be squatting on it), or set ASTRA_HOME to a directory you own`,
-    cannot_create: `check the permissions of its parent directory, or set ASTRA_HOME to a directory you can write`,
+    cannot_create: `set ASTRA_HOME to a directory you can write (on a writable file system), or fix the permissions of its parent`,
     open_permissions: `run: chmod 700 ${dir}  (or set ASTRA_HOME to a private directory)`,
   };
   return new AstraError(
@@ -53,6 +52,61 @@ function unsafeDir(dir: string, found: { problem: UnsafeDirProblem; detail: stri
     `Refusing to use ${dir} as Astra's runtime directory: ${found.detail}. To fix it, ${fix[found.problem]}.`,
     { dir, problem: found.problem },
   );
+}
+
+/**
+ * Why `dir` could not be made. A recursive mkdir reports ENOENT for a parent it could not create
+ * (on a read-only file system, say), so the path is walked down from its deepest existing ancestor
+ * to find the real cause and where it is.
+ */
+function whyNotCreated(dir: string, e: unknown): { problem: UnsafeDirProblem; detail: string } {
+  const blocker = firstNonDirectory(dir);
+  if (blocker) return { problem: 'cannot_create', detail: `${blocker} is a file, not a directory, so it cannot be created (remove or rename that file)` };
+  const missing: string[] = [];
+  for (let p = path.resolve(dir); !fs.existsSync(p); p = path.dirname(p)) missing.unshift(p);
+  const probed: string[] = [];
+  try {
+    for (const p of missing) {
+      try {
+        fs.mkdirSync(p, { mode: 0o700 });
+        probed.push(p);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
+        if (code === 'EROFS') return { problem: 'cannot_create', detail: `${path.dirname(p)} is on a read-only file system (EROFS), so it cannot be created` };
+        if (code === 'EACCES' || code === 'EPERM') return { problem: 'cannot_create', detail: `you may not create ${p} (${code})` };
+        return { problem: 'cannot_create', detail: `${p} cannot be created (${code})` };
+      }
+    }
+  } finally {
+    // Only probing: what to create stays the caller's decision.
+    for (const p of probed.reverse()) {
+      try {
+        fs.rmdirSync(p);
+      } catch {
+        // someone else's now
+      }
+    }
+  }
+  return { problem: 'cannot_create', detail: `it cannot be created (${(e as NodeJS.ErrnoException).code ?? String(e)})` };
+}
+
+/** The first ancestor of `p` (or `p` itself) that exists but is not a directory, if any. */
+export function firstNonDirectory(p: string): string | undefined {
+  const chain: string[] = [];
+  for (let at = path.resolve(p); ; at = path.dirname(at)) {
+    chain.unshift(at);
+    if (path.dirname(at) === at) break;
+  }
+  for (const at of chain) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(at);
+    } catch {
+      return undefined;
+    }
+    if (!st.isDirectory()) return at;
+  }
+  return undefined;
 }
 
 function isSymlink(p: string): boolean {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { AstraError } from '../protocol/index.js';
 import { fsyncDir, writeFileAtomic } from '../durable/index.js';
 import { MIN_TOKEN_CHARS } from './token.js';
+import { firstNonDirectory } from './private-dir.js';
 
 export interface DiscoveryRecord {
   schemaVersion: 1;
@@ -42,7 +43,9 @@ export function readRecord(recordPath: string): DiscoveryRecord | undefined {
     if (st.size > MAX_RECORD_BYTES) throw invalid(recordPath, `it is ${st.size} bytes, far larger than a record`);
     text = fs.readFileSync(recordPath, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ENOTDIR') throw notADirectory(recordPath);
     throw e;
   }
   let parsed: unknown;
@@ -111,6 +114,17 @@ export function validateRecord(value: unknown, recordPath = 'daemon.json'): Disc
   };
   if (v.idleTimeoutMs !== undefined) record.idleTimeoutMs = int('idleTimeoutMs', 0);
   return record;
+}
+
+/** ASTRA_HOME (or a directory on the way to the record) is a file. */
+function notADirectory(recordPath: string): AstraError {
+  const blocker = firstNonDirectory(path.dirname(recordPath)) ?? path.dirname(recordPath);
+  return new AstraError(
+    'unsafe_runtime_dir',
+    `${blocker} is a file, not a directory, so Astra cannot keep its runtime files (${recordPath}) there; ` +
+      'point ASTRA_HOME at a directory (it is created when missing), or move the file away.',
+    { dir: path.dirname(recordPath), problem: 'not_directory', path: blocker },
+  );
 }
 
 function invalid(recordPath: string, why: string): AstraError {

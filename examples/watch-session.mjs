@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Watch a session and run one command in it, end to end:
 //   node examples/watch-session.mjs "ls -la"                 # a new session
-//   node examples/watch-session.mjs "make test" ses_abc123   # an existing one (takes control)
+//   node examples/watch-session.mjs "ls -la" ses_abc123      # an existing one (takes control);
+//                                                            # a unique id prefix is enough
 // It connects (starting the daemon if needed), becomes the session's controller, approves the
-// command when the daemon asks, streams the events until the turn completes, then gives control back.
+// command when the daemon asks, streams the events of its own turn until that turn completes, then
+// gives control back.
 // Build first (npm run build); in your own code, import from 'astra'.
-import { AstraClient, OutcomeUnknownError } from '../dist/index.js';
+import { AstraClient, AstraError, OutcomeUnknownError } from '../dist/index.js';
 
 const command = process.argv[2] ?? 'echo hello from astra';
 const existingSession = process.argv[3];
@@ -22,26 +24,46 @@ client.onApproval(async (request) => {
   return 'approve';
 });
 
+/** The session with this id, or the one whose id starts with it (`ses_` may be left out). */
+async function findSession(idOrPrefix) {
+  try {
+    return (await client.session.read({ sessionId: idOrPrefix, limit: 1 })).session;
+  } catch (e) {
+    if (!(e instanceof AstraError) || (e.reason !== 'not_found' && e.reason !== 'invalid_params')) throw e;
+  }
+  const { sessions } = await client.session.list({ limit: 1000, includeArchived: true });
+  const matches = sessions.filter((s) => s.id.startsWith(idOrPrefix) || s.id.startsWith(`ses_${idOrPrefix}`));
+  if (matches.length === 1) return matches[0];
+  throw new Error(matches.length === 0 ? `no session matches "${idOrPrefix}" (astra sessions lists them)` : `"${idOrPrefix}" matches ${matches.length} sessions: ${matches.map((s) => s.id).join(', ')}; give more of the id`);
+}
+
+let exitCode = 0;
 try {
-  const sessionId = existingSession ?? (await client.session.create({ title: `watch: ${command}`, approvalPolicy: 'ask' })).session.id;
+  const session = existingSession ? await findSession(existingSession) : (await client.session.create({ title: `watch: ${command}`, approvalPolicy: 'ask' })).session;
+  const sessionId = session.id;
   const lease = await client.acquireController(sessionId, { takeover: existingSession !== undefined });
   console.log(`session ${sessionId}, controller epoch ${lease.epoch}`);
 
-  // Subscribe before starting the turn so nothing is missed (sinceSeq defaults to 0: the whole history).
-  const events = await client.subscribe(sessionId);
+  // Subscribe before starting the turn so nothing is missed, from the snapshot's head so the
+  // session's older turns are not replayed (sinceSeq: 0 would give the whole history).
+  const events = await client.subscribe(sessionId, { sinceSeq: session.headSeq });
 
   // turn/start gets an idempotency key; keep it to resolve an OutcomeUnknownError.
   const idempotencyKey = crypto.randomUUID();
+  let turnId;
   try {
-    await client.turn.start({ sessionId, input: { text: command }, idempotencyKey });
+    ({ turnId } = await client.turn.start({ sessionId, input: { text: command }, idempotencyKey }));
   } catch (e) {
     if (!(e instanceof OutcomeUnknownError)) throw e;
     // The connection dropped mid-call: ask what happened instead of guessing.
     const status = await client.mutationStatus(sessionId, idempotencyKey);
-    if (status.state === 'unknown') await client.turn.start({ sessionId, input: { text: command }, idempotencyKey });
+    turnId = status.state === 'unknown' ? (await client.turn.start({ sessionId, input: { text: command }, idempotencyKey })).turnId : status.result?.turnId;
   }
 
   for await (const event of events) {
+    // Only this program's own turn (another client may start one later).
+    if (turnId === undefined && event.type === 'turn.started') turnId = event.data.turnId; // outcome was in progress
+    if (event.data.turnId !== undefined && event.data.turnId !== turnId) continue;
     switch (event.type) {
       case 'command.started':
         console.log(`$ ${event.data.command}`);
@@ -60,6 +82,11 @@ try {
     if (event.type === 'turn.completed') break;
   }
   await lease.release();
+} catch (e) {
+  // A clear line, not a stack trace: these errors say what went wrong and what to do.
+  console.error(`watch-session: ${e instanceof Error ? e.message : String(e)}`);
+  exitCode = 1;
 } finally {
-  await client.close();
+  await client.close({ releaseLeases: true });
 }
+process.exitCode = exitCode;

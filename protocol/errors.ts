@@ -42,7 +42,7 @@ export const ERRORS = {
   socket_path_too_long: { code: -33041, summary: 'The socket path exceeds 103 bytes; set ASTRA_HOME to a shorter directory.', local: true },
   invalid_record: { code: -33042, summary: 'The discovery record daemon.json is malformed.', local: true },
   daemon_not_running: { code: -33043, summary: 'No daemon is running; start one with `astra daemon start`.', local: true },
-  spawn_failed: { code: -33044, summary: 'The daemon could not be started; its log\'s last lines say why.' },
+  spawn_failed: { code: -33044, summary: 'The daemon could not be started; its log\'s last lines say why.', local: true },
   lock_timeout: { code: -33045, summary: 'A lock could not be taken in time; another process holds it.', local: true },
 } as const satisfies Record<string, { code: number; summary: string; local?: true }>;
 

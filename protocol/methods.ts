@@ -84,7 +84,12 @@ export const daemonStatusSchema = obj({
   dataDir: str(),
   idleTimeoutMs: int({ min: 0 }),
   connections: arr(connectionStatusSchema),
+  /** Loaded sessions, and controlled ones even if closed as idle. */
   sessions: arr(sessionStatusSchema),
+  /** Every session the daemon knows of, loaded or not, archived included. */
+  sessionsOnDisk: opt(int({ min: 0 })),
+  /** Log lines the daemon could not write (a full disk under the log directory) since it started. */
+  logLinesDropped: opt(int({ min: 0 })),
 });
 export type DaemonStatus = Infer<typeof daemonStatusSchema>;
 
@@ -134,7 +139,8 @@ export const METHODS = {
   'daemon/shutdown': method({
     summary: 'Shut the daemon down cleanly; clients are told with daemon/shuttingDown.',
     params: obj({ reason: opt(str({ maxLength: 256 })), restart: opt(bool()) }),
-    result: obj({}),
+    /** `connections`: how many other clients were attached (they are told with daemon/shuttingDown). */
+    result: obj({ connections: opt(int({ min: 0 })) }),
     policy: { controller: false, mutates: true, idempotent: true, epoch: false },
   }),
   'session/create': method({

@@ -17,16 +17,6 @@ import type { RuntimeLogger } from './logger.js';
 const RETRY_FIRST_MS = 1000;
 const RETRY_MAX_MS = 8000;
 
-/**
- * The journal's side of a full disk (H-journal's contract): `blocked` is set while writes fail for
- * lack of space, `retry()` writes what is queued and says whether it got through. A journal without
- * them (today's) fails with the errno error and stays failed.
- */
-interface BlockableJournal {
-  readonly blocked?: AstraError;
-  retry?(): boolean;
-}
-
 /** The disk_full error for `file`, when err says the disk is full (the journal's own, or a raw ENOSPC/EDQUOT); else undefined. */
 export function diskFullError(err: unknown, file: string): AstraError | undefined {
   if (isAstraError(err)) return err.reason === 'disk_full' ? err : undefined;
@@ -173,12 +163,7 @@ export class EventLog {
 
   private retry(): void {
     if (this.closed || !this.blocked) return;
-    const j = this.journal as SessionJournal & BlockableJournal;
-    if (!j.retry) {
-      // A journal without retry() stays failed after a write error: only a restart recovers it.
-      this.opts.logger.error({ sessionId: this.opts.sessionId, path: j.file }, 'this journal cannot retry a failed write: restart the daemon once there is space');
-      return;
-    }
+    const j = this.journal;
     let ok: boolean;
     try {
       ok = j.retry();

@@ -1,54 +1,60 @@
-// SessionJournal: one append-only file per session.
+// SessionJournal: one append-only file per session; the record format is in journal-format.ts.
+// The journal knows nothing of what the bodies mean (the session layer packs them); it guarantees
+// framing, checksums, ordering, batching and durability.
 //
-// Layout: a 16-byte header (magic "ASTRAJNL", u16 format version, u16 flags, u32 crc32 of the first
-// 12 bytes), then records: u32 BE length N, u32 BE crc32 over the N bytes, then N bytes = one kind
-// byte + an opaque body. The journal knows nothing of what the bodies mean (the session layer packs
-// them); it guarantees framing, checksums, ordering, batching and durability.
+// Queue → flush → sync. append() only queues bytes in memory, in arenas; flush() writes everything
+// queued with ONE writeSync (the caller flushes once per tick, so a burst of streamed events costs
+// one syscall); sync() flushes and fsyncs, coalescing concurrent callers onto one fsync. A SIGKILL
+// cannot tear a writeSync to a regular file, so torn tails come from power loss, and damage from
+// outside: open truncates a torn tail and steps over damage in the middle. A full disk blocks the
+// journal until retry() (see `blocked`); any other write error poisons it.
 //
-// Writes: append() only queues bytes in memory; flush() writes everything queued with ONE writeSync
-// (the caller flushes once per tick, so a burst of streamed events costs one syscall); sync() flushes
-// and fsyncs, coalescing concurrent callers onto one fsync. A SIGKILL cannot tear a writeSync to a
-// regular file, so torn tails come from power loss or outside damage; both are truncated on open.
+// Large records (format 2) that carry a payload go to a writer of their own, DirectWriter
+// (journal-direct-writer.ts), which writes them with O_DIRECT off the event loop; pad records
+// (kind 4, skipped by every reader) fill the gaps before and after them. Writes stay strictly in
+// file order, and `size` (what readers may read) only counts bytes whose write has completed.
+// `onWritten` tells the owner when such an asynchronous write has completed.
 //
-// Large records (format 2): a record over OWN_BUFFER_BYTES that carries a payload is written with
-// O_DIRECT (see direct-io.ts), asynchronously, from a page-aligned staging buffer, at a page-aligned
-// offset; pad records (kind 4, skipped by every reader) fill the gaps before and after it. Writes stay
-// strictly in file order: while a direct write is in flight, what is appended after it waits, and
-// `size` (what readers may read) only counts bytes whose write has completed. `onWritten` tells the
-// owner when an asynchronous write has completed.
+// Elsewhere: the bytes (journal-format.ts), the scan at open that tells a torn tail from damage
+// (journal-scan.ts), catch-up reads (journal-read.ts). This file stays above ~400 lines on purpose:
+// queue, flush and sync share one piece of state (what is queued, what is written), and the hot
+// path (append into arenas, one write per tick) reads best in one place.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AstraError } from '../protocol/index.js';
 import { fsyncDirAsync } from '../durable/index.js';
 import { crc32 } from './crc32.js';
-import { DIRECT_ALIGN, STAGE_BYTES, directIOUsable, giveStage, openDirect, padTo, refuseDirectIO, takeStage } from './direct-io.js';
+import { directIOUsable, openDirect } from './direct-io.js';
+import { DirectWriter, fitsDirect, placeDirect, recordBuffers, type DirectRecord, type Queued } from './journal-direct-writer.js';
+import {
+  JOURNAL_FORMAT_VERSION,
+  JOURNAL_HEADER_BYTES,
+  RECORD_HEADER_BYTES,
+  encodeHeader,
+  encodeRecord,
+  kindCrc,
+  writeAllSync,
+  writePad,
+  writeRecordHead,
+  type ScannedRecord,
+} from './journal-format.js';
+import { readWritten } from './journal-read.js';
+import { openJournalFile, type JournalDamage } from './journal-scan.js';
 import type { RuntimeLogger } from './logger.js';
 
-export const JOURNAL_MAGIC = Buffer.from('ASTRAJNL', 'latin1');
-/** 2: may contain pad records (kind 4) around large records written with direct I/O. Format 1 files are read and appended to as format 1. */
-export const JOURNAL_FORMAT_VERSION = 2;
-export const JOURNAL_HEADER_BYTES = 16;
-export const RECORD_HEADER_BYTES = 8;
-/** A record longer than this is treated as corruption rather than allocated. */
-export const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+export type { JournalDamage } from './journal-scan.js';
 
-export const RecordKind = {
-  event: 1,
-  idempotency: 2,
-  settings: 3,
-  /** Fills the gap before and after a direct-written record; never handed to readers. */
-  pad: 4,
-} as const;
-export type RecordKindValue = (typeof RecordKind)[keyof typeof RecordKind];
-
-export interface ScannedRecord {
-  kind: number;
-  body: Buffer;
-  /** File offset of the record's length header. */
-  offset: number;
-  /** Header + payload bytes. */
-  size: number;
-}
+export {
+  JOURNAL_MAGIC,
+  JOURNAL_FORMAT_VERSION,
+  JOURNAL_HEADER_BYTES,
+  RECORD_HEADER_BYTES,
+  MAX_RECORD_BYTES,
+  RecordKind,
+  encodeRecord,
+  writeAllSync,
+  type ScannedRecord,
+} from './journal-format.js';
 
 export interface JournalWriteOptions {
   /** Write large records with O_DIRECT where the file system takes it (default true). */
@@ -57,35 +63,14 @@ export interface JournalWriteOptions {
 
 export interface JournalOpenOptions extends JournalWriteOptions {
   logger: RuntimeLogger;
-  /** Called for each valid record in order. Return false to treat this record as the start of a corrupt tail. */
+  /** Called for each valid record in order. Return false to reject it: it is skipped (never truncated) and readRecords skips it too. */
   onRecord(rec: ScannedRecord): boolean | void;
-}
-
-const SCAN_CHUNK_BYTES = 4 * 1024 * 1024;
-
-function encodeHeader(version: number): Buffer {
-  const h = Buffer.alloc(JOURNAL_HEADER_BYTES);
-  JOURNAL_MAGIC.copy(h, 0);
-  h.writeUInt16BE(version, 8);
-  h.writeUInt16BE(0, 10);
-  h.writeUInt32BE(crc32(h.subarray(0, 12)), 12);
-  return h;
-}
-
-function checkHeader(file: string, h: Buffer): number {
-  if (h.length < JOURNAL_HEADER_BYTES || !h.subarray(0, 8).equals(JOURNAL_MAGIC))
-    throw new AstraError('journal_corrupt', `${file} is not an Astra journal (bad magic). Move it aside to recover the other sessions.`, { file });
-  const version = h.readUInt16BE(8);
-  if (h.readUInt32BE(12) !== crc32(h.subarray(0, 12)))
-    throw new AstraError('journal_corrupt', `${file} has a damaged header. Move it aside to recover the other sessions.`, { file });
-  if (version > JOURNAL_FORMAT_VERSION)
-    throw new AstraError(
-      'journal_unsupported',
-      `${file} has journal format ${version}, but this Astra reads formats up to ${JOURNAL_FORMAT_VERSION}. Upgrade Astra; the file was left untouched.`,
-      { file, formatVersion: version, supportedVersion: JOURNAL_FORMAT_VERSION },
-    );
-  if (version < 1) throw new AstraError('journal_corrupt', `${file} has an invalid format version ${version}.`, { file });
-  return version;
+  /**
+   * Called for each damaged range in the middle of the file (bad records with valid ones after them),
+   * in file order, before the records after it. The file is not changed: a later open reports the
+   * same range again. A torn tail is not damage: it is truncated (and logged).
+   */
+  onDamage?(d: JournalDamage): void;
 }
 
 /** Records are queued in arenas of this size (a tick's worth of small events in one buffer). */
@@ -94,110 +79,19 @@ const ARENA_BYTES = 256 * 1024;
 const BIG_ARENA_BYTES = 4 * 1024 * 1024;
 /** Records bigger than this get a buffer of their own. */
 const OWN_BUFFER_BYTES = 1024 * 1024;
-
-/**
- * Writes all of `bufs` at `position` with one writev (no concatenation: large records are written
- * from their own buffers); a short write continues where it stopped. Synchronous on purpose for
- * writes through the page cache: on the thread pool they were measured slower (the copy into new
- * page-cache memory then competes with the client for the second core). Only direct writes, which
- * cost the CPU almost nothing, go to the thread pool (writeDirect).
- */
-export function writeAllSync(fd: number, bufs: readonly Buffer[], position: number): number {
-  let list = bufs.filter((b) => b.length > 0);
-  let at = position;
-  while (list.length > 0) {
-    const n = list.length === 1 ? fs.writeSync(fd, list[0]!, 0, list[0]!.length, at) : fs.writevSync(fd, list.slice(0, IOV_MAX), at);
-    at += n;
-    let k = 0;
-    let left = n;
-    while (k < list.length && left >= list[k]!.length) left -= list[k++]!.length;
-    list = list.slice(k);
-    if (left > 0) list[0] = list[0]!.subarray(left);
-  }
-  return at - position;
-}
-
 /** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously. */
 const MAX_QUEUED_BEHIND = 32 * 1024 * 1024;
 
-/** writev takes at most this many buffers at once (Linux's IOV_MAX). */
-const IOV_MAX = 1024;
-
-const kindCrcs = new Map<number, number>();
-function kindCrc(kind: number): number {
-  let c = kindCrcs.get(kind);
-  if (c === undefined) kindCrcs.set(kind, (c = crc32(Uint8Array.of(kind))));
-  return c;
+/** The disk_full error for `file` after `code` (ENOSPC or EDQUOT); `then` says what happens to the data. */
+function diskFull(file: string, code: string, then: string): AstraError {
+  const what = code === 'EDQUOT' ? 'the disk quota is exhausted (EDQUOT)' : 'the disk is full (ENOSPC)';
+  return new AstraError('disk_full', `${file}: ${what}; free space on its file system and retry — ${then}.`, { path: file });
 }
 
-/**
- * Writes a record's length (kind + `bodyLength` bytes), kind and `body` at `at`; the checksum
- * (bytes 4–8) is the caller's to write, and any bytes of the body past `body` too.
- */
-function writeRecordHead(buf: Buffer, at: number, kind: number, bodyLength: number, body: Uint8Array): void {
-  buf.writeUInt32BE(1 + bodyLength, at);
-  buf[at + 8] = kind;
-  buf.set(body, at + 9);
-}
-
-/** Writes a pad record of `size` bytes (≥ RECORD_HEADER_BYTES + 1) at `at`. */
-function writePad(buf: Buffer, at: number, size: number): void {
-  buf.writeUInt32BE(size - RECORD_HEADER_BYTES, at);
-  buf[at + RECORD_HEADER_BYTES] = RecordKind.pad;
-  buf.fill(0, at + RECORD_HEADER_BYTES + 1, at + size);
-  buf.writeUInt32BE(crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + size)), at + 4);
-}
-
-/** The smallest pad record: header and kind byte. */
-const MIN_PAD = RECORD_HEADER_BYTES + 1;
-
-/** A large record queued for a direct write: its head (length, checksum, kind, body) and payload, then `bytes - head - payload` of pad. */
-interface DirectRecord {
-  at: number;
-  head: Buffer;
-  payload: Buffer;
-  bytes: number;
-}
-
-/** A queued direct record as plain buffers: head, payload, trailing pad. */
-function recordBuffers(d: DirectRecord): Buffer[] {
-  const padBytes = d.bytes - d.head.length - d.payload.length;
-  if (padBytes === 0) return [d.head, d.payload];
-  const pad = Buffer.allocUnsafe(padBytes);
-  writePad(pad, 0, padBytes);
-  return [d.head, d.payload, pad];
-}
-
-export function encodeRecord(kind: number, body: Uint8Array): Buffer {
-  const rec = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
-  writeRecordHead(rec, 0, kind, body.length, body);
-  rec.writeUInt32BE(crc32(rec.subarray(8)), 4);
-  return rec;
-}
-
-/**
- * Parses whole records from buf starting at pos; stops at the first incomplete or bad one.
- * `verify` checks each record's checksum (skipped only for bytes this process has already verified
- * or written itself).
- */
-function parseRecords(
-  buf: Buffer,
-  baseOffset: number,
-  verify: boolean,
-  fn: (rec: ScannedRecord) => boolean,
-): { consumed: number; bad: string | undefined } {
-  let pos = 0;
-  while (buf.length - pos >= RECORD_HEADER_BYTES) {
-    const len = buf.readUInt32BE(pos);
-    if (len < 1 || len > MAX_RECORD_BYTES) return { consumed: pos, bad: `record length ${len} out of range` };
-    if (buf.length - pos - RECORD_HEADER_BYTES < len) break;
-    const payload = buf.subarray(pos + RECORD_HEADER_BYTES, pos + RECORD_HEADER_BYTES + len);
-    if (verify && crc32(payload) !== buf.readUInt32BE(pos + 4)) return { consumed: pos, bad: 'checksum mismatch' };
-    const ok = payload[0] === RecordKind.pad || fn({ kind: payload[0]!, body: payload.subarray(1), offset: baseOffset + pos, size: RECORD_HEADER_BYTES + len });
-    if (!ok) return { consumed: pos, bad: 'record rejected by reader' };
-    pos += RECORD_HEADER_BYTES + len;
-  }
-  return { consumed: pos, bad: undefined };
+/** `e` as disk_full when it is a full disk, else `e` itself. */
+function asDiskFull(e: unknown, file: string): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ENOSPC' || code === 'EDQUOT' ? diskFull(file, code, 'nothing was created') : e;
 }
 
 export class SessionJournal {
@@ -206,16 +100,11 @@ export class SessionJournal {
   /** Bytes on disk (written, maybe not yet fsynced). */
   private written: number;
   private synced: number;
-  /** Queued bytes in file order: buffers written through the page cache, and large records written directly. */
-  private pending: (Buffer | DirectRecord)[] = [];
+  /** Queued bytes in file order: buffers written through the page cache, and large records for the direct writer. */
+  private pending: Queued[] = [];
   private pendingBytes = 0;
-  /** O_DIRECT descriptor for large records; undefined when they go through the page cache. */
-  private directFd: number | undefined;
-  /** The direct write in flight (resolves when it has completed, failed or not), and its size. */
-  private inFlight: Promise<void> | undefined;
-  private inFlightBytes = 0;
-  /** Bytes written synchronously past the direct write in flight (see flush). */
-  private ahead = 0;
+  /** Writes large records with O_DIRECT; undefined when they go through the page cache. */
+  private directWriter: DirectWriter | undefined;
   /** Called after an asynchronous write has completed and what was queued behind it was written, with the error if one failed. */
   onWritten: ((err?: Error) => void) | undefined;
   private arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
@@ -223,86 +112,58 @@ export class SessionJournal {
   private arenaEnd = 0;
   private syncing: Promise<void> | undefined;
   private closed = false;
+  /** Set when a write failed for a reason waiting will not cure: every later write throws it. */
   private failure: Error | undefined;
+  /** Set while the disk is full (see `blocked`). */
+  private blockedBy: AstraError | undefined;
+  /** Ranges found damaged at open (in file order): readRecords steps over them. */
+  private damaged: readonly JournalDamage[] = [];
 
   private constructor(file: string, fd: number, size: number, direct: boolean) {
     this.file = file;
     this.fd = fd;
     this.written = size;
     this.synced = size;
-    if (direct) this.directFd = openDirect(file);
+    const directFd = direct ? openDirect(file) : undefined;
+    if (directFd !== undefined) this.directWriter = new DirectWriter(fd, directFd);
   }
 
-  /** Creates a new journal (fails if the file exists), fsyncing the file and its directory. */
+  /**
+   * Creates a new journal (fails if the file exists), fsyncing the file and its directory. On
+   * failure no file is left; a full disk throws disk_full.
+   */
   static async create(file: string, opts: JournalWriteOptions = {}): Promise<SessionJournal> {
-    const fd = fs.openSync(file, 'wx+', 0o600);
+    let fd: number;
+    try {
+      fd = fs.openSync(file, 'wx+', 0o600);
+    } catch (e) {
+      throw asDiskFull(e, file);
+    }
     try {
       fs.writeSync(fd, encodeHeader(JOURNAL_FORMAT_VERSION));
       fs.fsyncSync(fd);
+      await fsyncDirAsync(path.dirname(file));
     } catch (e) {
+      // A create that fails leaves nothing behind: an empty journal would read as corrupt at every start.
       fs.closeSync(fd);
-      throw e;
+      fs.rmSync(file, { force: true });
+      throw asDiskFull(e, file);
     }
-    await fsyncDirAsync(path.dirname(file));
     return new SessionJournal(file, fd, JOURNAL_HEADER_BYTES, opts.directIO !== false);
   }
 
   /**
    * Opens an existing journal: checks the header (never touching a newer format), streams every
-   * record to onRecord, and truncates a torn or corrupt tail (the cut bytes are kept beside the
-   * journal as `<file>.tail-<ms>` so nothing is destroyed silently).
+   * record to onRecord, reports damage in the middle to onDamage (see journal-scan.ts), and truncates
+   * a torn tail (the cut bytes are kept beside the journal as `<file>.tail-<ms>` so nothing is
+   * destroyed silently).
    */
   static async open(file: string, opts: JournalOpenOptions): Promise<SessionJournal> {
-    const fd = fs.openSync(file, 'r+');
-    try {
-      const size = fs.fstatSync(fd).size;
-      const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
-      const got = fs.readSync(fd, header, 0, JOURNAL_HEADER_BYTES, 0);
-      const version = checkHeader(file, header.subarray(0, got));
-
-      let offset = JOURNAL_HEADER_BYTES;
-      let carry: Buffer = Buffer.alloc(0);
-      let bad: string | undefined;
-      let goodEnd = JOURNAL_HEADER_BYTES;
-      const chunk = Buffer.allocUnsafe(SCAN_CHUNK_BYTES);
-      while (offset < size && bad === undefined) {
-        const n = await new Promise<number>((resolve, reject) =>
-          fs.read(fd, chunk, 0, Math.min(SCAN_CHUNK_BYTES, size - offset), offset, (err, bytes) => (err ? reject(err) : resolve(bytes))),
-        );
-        if (n === 0) break;
-        const base = goodEnd;
-        // Copy: records handed to onRecord must not alias the reusable chunk buffer.
-        const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : Buffer.from(chunk.subarray(0, n));
-        offset += n;
-        const r = parseRecords(buf, base, true, (rec) => opts.onRecord(rec) !== false);
-        goodEnd = base + r.consumed;
-        bad = r.bad;
-        carry = buf.subarray(r.consumed);
-        if (carry.length >= RECORD_HEADER_BYTES && carry.readUInt32BE(0) > MAX_RECORD_BYTES) bad = 'record length out of range';
-      }
-      if (bad === undefined && goodEnd < size) bad = `torn record (${size - goodEnd} bytes at the end)`;
-      if (goodEnd < size) {
-        const tailFile = `${file}.tail-${Date.now()}`;
-        try {
-          const tail = Buffer.alloc(size - goodEnd);
-          fs.readSync(fd, tail, 0, tail.length, goodEnd);
-          fs.writeFileSync(tailFile, tail, { mode: 0o600 });
-        } catch {
-          // Keeping the cut bytes is a courtesy; truncating is what makes the journal usable.
-        }
-        opts.logger.warn(
-          { file, offset: goodEnd, droppedBytes: size - goodEnd, reason: bad, savedTo: tailFile },
-          'journal tail was torn or corrupt; truncated to the last good record',
-        );
-        fs.ftruncateSync(fd, goodEnd);
-        fs.fsyncSync(fd);
-      }
-      // A format 1 file stays format 1: no pad records, so no direct writes.
-      return new SessionJournal(file, fd, goodEnd, opts.directIO !== false && version >= 2);
-    } catch (e) {
-      fs.closeSync(fd);
-      throw e;
-    }
+    const { fd, end, version, damage } = await openJournalFile(file, opts.logger, (rec) => opts.onRecord(rec) !== false, opts.onDamage);
+    // A format 1 file stays format 1: no pad records, so no direct writes.
+    const j = new SessionJournal(file, fd, end, opts.directIO !== false && version >= 2);
+    j.damaged = damage;
+    return j;
   }
 
   /** Bytes durably written to the file (excluding queued bytes). */
@@ -311,17 +172,22 @@ export class SessionJournal {
   }
 
   get hasPending(): boolean {
-    return this.pendingBytes > 0 || this.inFlight !== undefined;
+    return this.pendingBytes > 0 || this.directWriter?.busy === true;
   }
 
   /** The file offset where the next appended record will go (a pad may come first). */
   get nextOffset(): number {
-    return this.written + this.inFlightBytes + this.ahead + this.pendingBytes;
+    return this.written + (this.directWriter?.unfinishedBytes ?? 0) + this.pendingBytes;
+  }
+
+  /** The damaged ranges found when the journal was opened, in file order (see JournalOpenOptions.onDamage). */
+  get damage(): readonly JournalDamage[] {
+    return this.damaged;
   }
 
   /** Whether large records are written with direct I/O. */
   get direct(): boolean {
-    return this.directFd !== undefined && directIOUsable();
+    return this.directWriter !== undefined && directIOUsable();
   }
 
   /**
@@ -332,6 +198,8 @@ export class SessionJournal {
   lastStart = 0;
   lastEnd = 0;
   lastExtra: Buffer | undefined = undefined;
+
+  // ---- queue ----
 
   /**
    * Queues one record whose body is `body` followed by `payload`, when given; lastBuf, lastStart,
@@ -354,7 +222,7 @@ export class SessionJournal {
         writeRecordHead(head, 0, kind, len, body);
         head.writeUInt32BE(crc32(payload, crc32(body, kindCrc(kind))), 4);
         const extra = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.length);
-        if (this.direct && n + 2 * DIRECT_ALIGN <= STAGE_BYTES) this.queueDirect(head, extra, n);
+        if (this.direct && fitsDirect(n)) this.queueDirect(head, extra, n);
         else {
           this.sealArena();
           this.pending.push(head, extra);
@@ -398,9 +266,9 @@ export class SessionJournal {
     this.lastEnd = at + n;
   }
 
-  /** Queues a large record for a direct write at the next aligned offset, with pad records before (in the arena) and after it (in the staging buffer). */
+  /** Queues a large record for the direct writer at the next aligned offset, with the pad record before it in the arena (the one after it goes in its staging buffer). */
   private queueDirect(head: Buffer, payload: Buffer, n: number): void {
-    const before = padTo(this.nextOffset, MIN_PAD);
+    const { before, bytes } = placeDirect(this.nextOffset, n);
     if (before > 0) {
       this.pendingBytes += before;
       if (this.arenaEnd + before > this.arena.length) {
@@ -412,9 +280,7 @@ export class SessionJournal {
       this.arenaEnd += before;
     }
     this.sealArena();
-    const at = this.nextOffset;
-    const bytes = n + padTo(at + n, MIN_PAD);
-    this.pending.push({ at, head, payload, bytes });
+    this.pending.push({ at: this.nextOffset, head, payload, bytes });
     this.pendingBytes += bytes;
   }
 
@@ -425,156 +291,146 @@ export class SessionJournal {
     }
   }
 
+  // ---- flush ----
+
   /**
    * Writes what is queued, in order: buffered bytes with one write, up to the first large record,
    * whose direct write is started; what comes after it is written when it completes. While a direct
    * write is in flight, this does nothing — unless more than MAX_QUEUED_BEHIND bytes wait behind it:
    * those are written at once, synchronously, past it (a producer faster than the disk is held back
-   * rather than buffered without bound). Throws (and poisons the journal) on I/O failure.
+   * rather than buffered without bound). Throws on I/O failure: disk full blocks the journal (see
+   * `blocked`), any other error poisons it.
    */
   flush(): void {
+    if (this.blockedBy) throw this.blockedBy;
     if (this.pendingBytes === 0) return;
     if (this.failure) throw this.failure;
     this.sealArena();
-    if (this.inFlight) {
-      if (this.pendingBytes >= MAX_QUEUED_BEHIND) this.writeAhead();
+    const dw = this.directWriter;
+    if (dw?.busy) {
+      if (this.pendingBytes >= MAX_QUEUED_BEHIND) this.writeAhead(dw);
       return;
     }
     // Large records queued before direct I/O was refused go through the page cache with the rest.
-    const list = directIOUsable() ? this.pending : this.pending.flatMap((x) => (Buffer.isBuffer(x) ? [x] : recordBuffers(x)));
+    const list = dw && !dw.usable ? this.pending.flatMap((x) => (Buffer.isBuffer(x) ? [x] : recordBuffers(x))) : this.pending;
     let k = 0;
     let n = 0;
     while (k < list.length && Buffer.isBuffer(list[k])) n += (list[k++] as Buffer).length;
-    const direct = list[k] as DirectRecord | undefined;
-    this.pending = direct ? list.slice(k + 1) : [];
-    this.pendingBytes -= n + (direct ? direct.bytes : 0);
-    this.guard(() => {
-      if (n > 0) writeAllSync(this.fd, k === list.length ? (list as Buffer[]) : (list.slice(0, k) as Buffer[]), this.written);
-    });
+    // Nothing leaves the queue before its write succeeded: a full disk must lose nothing.
+    if (n > 0) this.guard(() => writeAllSync(this.fd, k === list.length ? (list as Buffer[]) : (list.slice(0, k) as Buffer[]), this.written), this.written);
+    const large = list[k] as DirectRecord | undefined;
+    this.pending = large ? list.slice(k) : [];
+    this.pendingBytes -= n;
     this.written += n;
-    if (direct) this.writeDirect(direct);
+    if (large) this.startDirect(dw!, large);
   }
 
-  /** Runs a write; a failure poisons the journal (a partial write leaves bytes the next open truncates as a torn tail). */
-  private guard(write: () => void): void {
+  /** Runs a write that starts at `from`; on failure, see writeFailed. */
+  private guard(write: () => void, from: number): void {
     try {
       write();
     } catch (e) {
-      this.failure = e as Error;
-      throw e;
+      throw this.writeFailed(e, from);
     }
-  }
-
-  /** Writes everything queued synchronously, past the direct write in flight and what was written ahead of it before. */
-  private writeAhead(): void {
-    const list = this.pending;
-    let at = this.written + this.inFlightBytes + this.ahead;
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.guard(() => {
-      for (let k = 0; k < list.length; ) {
-        const bufs: Buffer[] = [];
-        while (k < list.length && Buffer.isBuffer(list[k])) bufs.push(list[k++] as Buffer);
-        if (bufs.length > 0) at += writeAllSync(this.fd, bufs, at);
-        const d = list[k++] as DirectRecord | undefined;
-        if (!d) break;
-        this.writeDirectSync(d);
-        at += d.bytes;
-      }
-    });
-    this.ahead = at - (this.written + this.inFlightBytes);
-  }
-
-  /** Writes `d` directly and synchronously (through the page cache where no staging buffer can be had). */
-  private writeDirectSync(d: DirectRecord): void {
-    const stage = this.stage(d);
-    if (!stage) {
-      writeAllSync(this.fd, recordBuffers(d), d.at);
-      return;
-    }
-    try {
-      let done = 0;
-      let err: NodeJS.ErrnoException | null = null;
-      try {
-        done = fs.writeSync(this.directFd!, stage, 0, d.bytes, d.at);
-      } catch (e) {
-        err = e as NodeJS.ErrnoException;
-      }
-      this.finishDirect(stage, d, err, done);
-    } finally {
-      giveStage(stage);
-    }
-  }
-
-  /** A staging buffer holding `d` as it goes to disk: head, payload, trailing pad (undefined: none to be had, direct I/O is off). */
-  private stage(d: DirectRecord): Buffer | undefined {
-    const stage = takeStage();
-    if (!stage) return undefined;
-    const payloadEnd = d.head.length + d.payload.length;
-    stage.set(d.head, 0);
-    stage.set(d.payload, d.head.length);
-    if (d.bytes > payloadEnd) writePad(stage, payloadEnd, d.bytes - payloadEnd);
-    return stage;
   }
 
   /**
-   * After a direct write of `d` returned `done` bytes or `err`: finishes it through the page cache
-   * where it was short or refused (EINVAL: the kernel will not take the alignment, so no more direct
-   * writes in this process); throws any other error.
+   * After a write from `from` failed: a full disk (ENOSPC, EDQUOT) blocks the journal — the bytes
+   * it wrote past `from` are cut off (the file ends on a whole record again) and the queue is kept
+   * for retry(); any other error poisons it (a partial write then leaves bytes the next open
+   * truncates as a torn tail). Returns the error to throw.
    */
-  private finishDirect(stage: Buffer, d: DirectRecord, err: NodeJS.ErrnoException | null, done: number): void {
-    if (err) {
-      if (err.code !== 'EINVAL') throw err;
-      refuseDirectIO();
-      done = 0;
+  private writeFailed(e: unknown, from: number): Error {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') return (this.failure = e as Error);
+    try {
+      if (fs.fstatSync(this.fd).size > from) fs.ftruncateSync(this.fd, from);
+    } catch (t) {
+      return (this.failure = t as Error);
     }
-    if (done < d.bytes) writeAllSync(this.fd, [stage.subarray(done, d.bytes)], d.at + done);
+    return (this.blockedBy = diskFull(this.file, code, 'what was appended is kept in memory and written once there is room'));
   }
 
-  /** Starts the direct write of `d` (at `written`) on the thread pool; on completion, writes what was queued behind it. */
-  private writeDirect(d: DirectRecord): void {
-    const stage = this.stage(d);
-    if (!stage) {
-      this.guard(() => writeAllSync(this.fd, recordBuffers(d), d.at));
+  /** Hands `d` (at `written`, first in the queue) to the direct writer; once it is on disk, writes what was queued behind it. */
+  private startDirect(dw: DirectWriter, d: DirectRecord): void {
+    if (!dw.start(d, (err, advanced, items) => this.directDone(err, advanced, items))) {
+      this.guard(() => writeAllSync(this.fd, recordBuffers(d), d.at), d.at);
       this.written += d.bytes;
-      this.flush();
-      return;
     }
-    this.inFlightBytes = d.bytes;
-    this.inFlight = new Promise<void>((resolve) => {
-      fs.write(this.directFd!, stage, 0, d.bytes, d.at, (err, done) => {
-        try {
-          this.finishDirect(stage, d, err, done);
-        } catch (e) {
-          this.failure = e as Error;
-        }
-        giveStage(stage);
-        if (!this.failure) this.written += d.bytes + this.ahead;
-        this.inFlight = undefined;
-        this.inFlightBytes = 0;
-        this.ahead = 0;
-        resolve();
-        let failure = this.failure;
-        if (!failure) {
-          try {
-            this.flush();
-          } catch (e) {
-            failure = e as Error;
-          }
-        }
-        this.onWritten?.(failure);
-      });
-    });
+    this.pending.shift();
+    this.pendingBytes -= d.bytes;
+    if (!dw.busy) this.flush();
   }
+
+  private directDone(err: Error | undefined, advanced: number, items: readonly Queued[]): void {
+    if (err) {
+      // Cuts off the record and what was written ahead of it; on a full disk they go back in the queue.
+      if (this.writeFailed(err, this.written) === this.blockedBy) {
+        this.pending = [...items, ...this.pending];
+        this.pendingBytes += advanced;
+      }
+    } else if (!this.failure) this.written += advanced;
+    let failure = this.failure ?? this.blockedBy;
+    if (!failure) {
+      try {
+        this.flush();
+      } catch (e) {
+        failure = e as Error;
+      }
+    }
+    this.onWritten?.(failure);
+  }
+
+  /** Writes everything queued synchronously, past the direct write in flight and what was written ahead of it before. */
+  private writeAhead(dw: DirectWriter): void {
+    const list = this.pending;
+    const at = this.written + dw.unfinishedBytes;
+    this.guard(() => dw.writeAhead(list, at), at);
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  /**
+   * The disk_full error while the journal is blocked: a write found the disk full. Appends are
+   * still queued in memory (the owner holds producers back: see nextOffset − size); flush() and
+   * sync() throw this until retry() gets what is queued written.
+   */
+  get blocked(): AstraError | undefined {
+    return this.blockedBy;
+  }
+
+  /**
+   * Tries again to write what is queued after a full disk. Returns true once the journal is
+   * healthy again (it was not blocked, or everything queued has now been written or handed to the
+   * direct writer); false while the disk is still full, or if the journal failed or was closed.
+   * Everything queued must fit: the bytes of a write that runs out of room are cut off again. A
+   * large record handed to the direct writer may still find the disk full later: onWritten then
+   * gets the disk_full error and `blocked` is set again. (close() of a blocked journal throws
+   * disk_full and what was queued is lost: retry first.)
+   */
+  retry(): boolean {
+    if (this.failure || this.closed) return false;
+    if (!this.blockedBy) return true;
+    this.blockedBy = undefined;
+    try {
+      this.flush();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  // ---- sync ----
 
   /** Flushes and fsyncs; concurrent callers share one fsync where they can. */
   async sync(): Promise<void> {
     this.flush();
-    while (this.inFlight) {
-      await this.inFlight;
+    while (this.directWriter?.busy) {
+      await this.directWriter.settled;
       if (this.failure) throw this.failure;
       this.flush();
     }
+    if (this.blockedBy) throw this.blockedBy;
     const target = this.written;
     while (this.synced < target) {
       if (this.failure) throw this.failure;
@@ -596,46 +452,15 @@ export class SessionJournal {
     }
   }
 
+  // ---- read ----
+
   /**
    * Reads whole records from `offset` until `maxBytes` have been read or `end` (exclusive) is
-   * reached; only bytes already written are visible. Returns the records and the next offset.
+   * reached; only bytes already written are visible, and damaged ranges found at open are stepped
+   * over. Returns the records and the next offset.
    */
-  async readRecords(offset: number, maxBytes: number, end = this.written): Promise<{ records: ScannedRecord[]; nextOffset: number }> {
-    const limit = Math.min(end, this.written);
-    if (offset >= limit) return { records: [], nextOffset: offset };
-    const want = Math.min(limit - offset, Math.max(maxBytes, RECORD_HEADER_BYTES));
-    let buf = Buffer.allocUnsafe(want);
-    let n = await this.readAt(buf, offset);
-    buf = buf.subarray(0, n);
-    // A record larger than the window: grow the read to hold at least that one record.
-    if (buf.length >= RECORD_HEADER_BYTES) {
-      const first = RECORD_HEADER_BYTES + buf.readUInt32BE(0);
-      if (first > buf.length && first <= limit - offset && first <= MAX_RECORD_BYTES + RECORD_HEADER_BYTES) {
-        // Keep what was read; read only the rest.
-        const whole = Buffer.allocUnsafe(first);
-        buf.copy(whole);
-        n = buf.length + (await this.readAt(whole.subarray(buf.length), offset + buf.length));
-        buf = whole.subarray(0, n);
-      }
-    }
-    const records: ScannedRecord[] = [];
-    // No checksums here: every byte before `written` was verified when the journal was opened or
-    // written by this process, and reading it back is how subscribers catch up — at full speed.
-    const r = parseRecords(buf, offset, false, (rec) => {
-      records.push(rec);
-      return true;
-    });
-    if (r.bad) throw new AstraError('journal_corrupt', `${this.file}: ${r.bad} at offset ${offset + r.consumed}`, { file: this.file });
-    // Only pads so far (the window began at the pad before a large record): read on from the record,
-    // so that it, not the pad, decides how much to read.
-    if (records.length === 0 && r.consumed > 0) return this.readRecords(offset + r.consumed, maxBytes, end);
-    return { records, nextOffset: offset + r.consumed };
-  }
-
-  private readAt(buf: Buffer, position: number): Promise<number> {
-    return new Promise((resolve, reject) =>
-      fs.read(this.fd, buf, 0, buf.length, position, (err, bytes) => (err ? reject(err) : resolve(bytes))),
-    );
+  readRecords(offset: number, maxBytes: number, end = this.written): Promise<{ records: ScannedRecord[]; nextOffset: number }> {
+    return readWritten({ file: this.file, fd: this.fd, damage: this.damaged }, offset, maxBytes, Math.min(end, this.written));
   }
 
   async close(): Promise<void> {
@@ -645,7 +470,7 @@ export class SessionJournal {
     } finally {
       this.closed = true;
       fs.closeSync(this.fd);
-      if (this.directFd !== undefined) fs.closeSync(this.directFd);
+      this.directWriter?.close();
     }
   }
 }

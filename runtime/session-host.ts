@@ -122,11 +122,11 @@ export class SessionHost implements FeedSource {
   static async load(dir: string, id: string, fallbackMeta: SessionMeta | undefined, opts: HostOptions): Promise<SessionHost> {
     const host = new SessionHost(dir, fallbackMeta ? { ...fallbackMeta } : blankMeta(id), opts);
     const replay = { headSeq: 0, lost: [] as { from: number; to: number }[] };
-    const openOpts: JournalOpenOptions & { onDamage?(d: { offset: number; bytes: number; reason: string }): void } = {
+    const openOpts: JournalOpenOptions = {
       logger: opts.logger,
       directIO: opts.directIO,
       onRecord: (rec) => host.replayRecord(rec, replay),
-      // A journal that resyncs past damage (H-journal's) says where; the lost seqs show as a gap.
+      // The journal resyncs past damage and says where; the lost seqs show as a gap.
       onDamage: (d) => opts.logger.error({ sessionId: id, file: host.journalFile, offset: d.offset, bytes: d.bytes, reason: d.reason, afterSeq: replay.headSeq }, `session ${id}: its journal is damaged after event ${replay.headSeq}; the records after the damage are kept`),
     };
     const journal = await SessionJournal.open(host.journalFile, openOpts);

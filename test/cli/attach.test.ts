@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
 import { Tmux } from './tmux.js';
 
@@ -46,14 +46,18 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
     tmux.start('b', ['attach', id]);
-    await tmux.waitStatus('b', /observing — controlled by astra attach \(pid \d+\)/);
+    // State and keys first, names last: the actionable part survives a narrow window.
+    await tmux.waitStatus('b', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ controlled by astra attach \(pid \d+\) │ ses_\w+/);
     await tmux.waitScreen('b', /controls ses_\w+; observing — press Ctrl-T/);
 
     tmux.type('a', 'echo hello; sleep 1; echo done', true);
-    await tmux.waitScreen('a', /approve `echo hello; sleep 1; echo done`\? \[y\/n\]/);
-    await tmux.waitStatus('a', /approval needed/);
+    await tmux.waitScreen('a', /approve the command above\? \[y\/n\]/);
+    await tmux.waitStatus('a', /approval needed │ y approve · n deny/);
+    // The approval is printed once (it was three times: event, prompt line and footer).
+    expect(tmux.screen('a').match(/`echo hello; sleep 1; echo done`/g)).toHaveLength(1);
     // The observer sees the prompt as information only.
-    await tmux.waitScreen('b', /approval requested: run `echo hello; sleep 1; echo done`[^\n]*\n {2}\(waiting for astra attach \(pid \d+\) to answer\)/);
+    await tmux.waitScreen('b', /approval requested: run `echo hello; sleep 1; echo done`[^\n]* — waiting for astra attach \(pid \d+\) to answer\n/);
+    expect(tmux.screen('b').match(/`echo hello; sleep 1; echo done`/g)).toHaveLength(1);
     expect(tmux.screen('b')).not.toMatch(/\[y\/n\]/);
 
     tmux.type('a', 'y');
@@ -78,12 +82,12 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.key('b', 'C-t');
     await tmux.waitStatus('b', /you control this session/);
     const bPid = (await sessionJson(env, id)).controller as { pid: number };
-    await tmux.waitStatus('a', new RegExp(`observing — control taken over by astra attach \\(pid ${bPid.pid}\\)`));
+    await tmux.waitStatus('a', new RegExp(`^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ control taken over by astra attach \\(pid ${bPid.pid}\\)`));
     await tmux.waitScreen('a', /control taken over by astra attach \(pid \d+\); now observing — Ctrl-T takes it back/);
 
     // The new controller works; the former one now only watches.
     tmux.type('b', 'echo second', true);
-    await tmux.waitScreen('b', /approve `echo second`\? \[y\/n\]/);
+    await tmux.waitScreen('b', /approval requested: run `echo second`[\s\S]*approve the command above\? \[y\/n\]/);
     tmux.type('b', 'y');
     await tmux.waitScreen('a', /^second$/m);
     await tmux.waitScreen('a', /turn completed \(exit 0\)[\s\S]*turn completed \(exit 0\)/);
@@ -95,7 +99,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     // The daemon notices the closed connections on its own time.
     await waitFor('no controller and no observers', async () => {
       const after = await sessionJson(env, id);
-      return after.controller === undefined && after.observers === 0 ? true : undefined;
+      return after.controller === null && after.observers === 0 ? true : undefined;
     });
   });
 
@@ -114,7 +118,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
 
     const s = await sessionJson(env, id);
     expect(s.runningTurnId).toEqual(expect.any(String));
-    expect(s.controller).toBeUndefined(); // released on detach, not left in grace
+    expect(s.controller).toBeNull(); // released on detach, not left in grace
 
     tmux.start('b', ['attach', id]);
     const replayed = await tmux.waitScreen('b', /── live ──/);
@@ -142,7 +146,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
     tmux.start('o', ['attach', '--observe', id.slice(0, 12)]);
-    await tmux.waitStatus('o', /observing — controlled by/);
+    await tmux.waitStatus('o', /^ observing \(read-only\) │ idle │ Ctrl-D detach │ controlled by/);
 
     tmux.type('a', 'echo begin; sleep 30', true);
     await tmux.waitScreen('a', /\[y\/n\]/);
@@ -166,8 +170,128 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     tmux.start('t', ['attach', '--take', id]);
     await tmux.waitStatus('t', /you control this session/);
     await tmux.waitStatus('a', /control taken over by astra attach/);
-    await tmux.waitStatus('o', /observing — controlled by astra attach/);
+    await tmux.waitStatus('o', /observing \(read-only\) │ idle │ Ctrl-D detach │ controlled by astra attach/);
     expect(tmux.screen('o')).not.toMatch(/you took control|you control/);
+
+    // --observe is read-only, as `tmux attach -r`: Ctrl-T is refused with a hint, and control stays put.
+    const holder = (await sessionJson(env, id)).controller as { pid: number };
+    tmux.type('o', 'x');
+    await tmux.waitScreen('o', /read-only \(--observe\): typing is ignored/);
+    tmux.key('o', 'C-t');
+    await tmux.waitScreen('o', /this terminal is read-only \(--observe\); to control the session, detach and run `astra attach ses_\w+`/);
+    expect(((await sessionJson(env, id)).controller as { pid: number }).pid).toBe(holder.pid);
+    await tmux.waitStatus('o', /^ observing \(read-only\)/);
+  });
+});
+
+describe.skipIf(skipTmux)('astra attach: who controls, and saying so', () => {
+  it('closing the window (SIGHUP) releases control at once, and a waiting attach takes it', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--approval', 'auto']);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    const aPid = ((await sessionJson(env, id)).controller as { pid: number }).pid;
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │/);
+
+    tmux.close('a');
+    // Well inside the 30 s grace a crash would get: the window was closed on purpose.
+    await tmux.waitStatus('b', /^ you control this session │ idle/, 10_000);
+    const screen = tmux.screen('b');
+    expect(screen, screen).toMatch(new RegExp(`astra attach \\(pid ${aPid}\\) released control`));
+    expect(screen).not.toMatch(/lost its connection/);
+    expect(screen).toMatch(/you control ses_\w+/);
+    expect(((await sessionJson(env, id)).controller as { pid: number }).pid).not.toBe(aPid);
+    // And the closed window's attach is gone, not left behind writing to a dead terminal.
+    await waitFor('the hung-up attach to exit', () => !isAlive(aPid) || undefined);
+    tmux.type('b', 'echo from b', true);
+    await tmux.waitScreen('b', /^from b$/m);
+  });
+
+  it('after a crash, a terminal attached meanwhile takes control when the grace period ends', async () => {
+    const { env: base, tmux } = setup();
+    const env = { ...base, ASTRA_LEASE_GRACE_MS: '1500' };
+    const id = await newSession(env, ['--approval', 'auto']);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    const aPid = ((await sessionJson(env, id)).controller as { pid: number }).pid;
+    process.kill(aPid, 'SIGKILL'); // a crash: no release, the lease waits in grace
+    await waitFor('the lease to be in grace', async () => ((await sessionJson(env, id)).controller as { graceUntil?: number } | null)?.graceUntil !== undefined || undefined);
+
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ controlled by astra attach \(pid \d+\) \(disconnected; reserved until/);
+    await tmux.waitStatus('b', /^ you control this session │ idle/, 10_000);
+    expect(tmux.screen('b')).toMatch(/did not come back; control is free/);
+  });
+
+  it('a terminal whose control was taken shows the current state once the taker leaves, and does not grab control back; a 100-column status line keeps state and keys', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--approval', 'auto', '--title', 'a rather long title for the status line']);
+    tmux.start('a', ['attach', id], {}, 100);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', '--take', id]);
+    await tmux.waitStatus('b', /you control this session/);
+    const taken = await tmux.waitStatus('a', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ control taken over by astra attach \(pid \d+\)/);
+    expect(taken.length).toBeLessThanOrEqual(100);
+
+    tmux.key('b', 'C-d');
+    await tmux.waitScreen('b', /\[exited 0\]/);
+    await tmux.waitScreen('a', /control is free — press Ctrl-T to take it/);
+    const now = await tmux.waitStatus('a', /^ observing │ idle │ Ctrl-T take · Ctrl-D detach │ no controller │ ses_\w+/);
+    expect(now).not.toMatch(/taken over/);
+    expect((await sessionJson(env, id)).controller).toBeNull();
+
+    tmux.key('a', 'C-t');
+    await tmux.waitStatus('a', /^ you control this session │ idle │ Ctrl-D detach │ ses_\w+ "a rather/);
+  });
+
+  it('control that comes to a watching terminal brings the pending approval, said once, and it answers it', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │/);
+    tmux.type('a', 'echo handed over', true);
+    await tmux.waitScreen('b', /approval requested: run `echo handed over`[^\n]* — waiting for astra attach/);
+    tmux.key('a', 'C-d');
+    await tmux.waitScreen('b', /you control ses_\w+ now: the approval of `echo handed over` is yours to answer \(y or n\)/);
+    await tmux.waitStatus('b', /^ you control this session │ approval needed │ y approve · n deny/);
+    tmux.type('b', 'y');
+    await tmux.waitScreen('b', /^handed over$/m);
+  });
+
+  it('a denied command is reported as denied, not as a cancelled turn', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', 'echo nope', true);
+    await tmux.waitStatus('a', /approval needed/);
+    tmux.type('a', 'n');
+    const screen = await tmux.waitScreen('a', /✘ turn denied: the command was not run/);
+    expect(screen).toMatch(/^denied by astra attach$/m);
+    expect(screen).not.toMatch(/turn cancelled/);
+    expect(screen).not.toMatch(/^nope$/m);
+  });
+});
+
+describe.skipIf(skipTmux)('astra rm on a terminal', () => {
+  it('asks before deleting: anything but y keeps the session, y deletes it', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--title', 'precious']);
+    tmux.start('k', ['rm', 'precious']);
+    await tmux.waitScreen('k', new RegExp(`delete ${id} "precious" and its whole history for good\\? \\[y/N\\]`));
+    tmux.type('k', 'no', true);
+    await tmux.waitScreen('k', new RegExp(`kept ${id}\\n\\[exited 0\\]`));
+    expect(await sessionJson(env, id)).toMatchObject({ title: 'precious' });
+
+    tmux.start('d', ['rm', id]);
+    await tmux.waitScreen('d', /\[y\/N\]/);
+    tmux.type('d', 'y', true);
+    await tmux.waitScreen('d', new RegExp(`deleted ${id} "precious"\\n\\[exited 0\\]`));
+    const r = await runCli(['sessions', '--json', '--all'], env);
+    expect(JSON.parse(r.stdout)).toEqual([]);
   });
 });
 

@@ -1,47 +1,11 @@
 // `astra new`, `sessions`, `send`, `cancel`, `take` against a real daemon, a temp ASTRA_HOME each.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { describe, expect, it } from 'vitest';
+import { runCli, waitFor } from '../helpers/processes.js';
+import { listJson, newSession, setup, startCli, useCliCleanup } from './cli-helpers.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function setup(): { home: string; env: NodeJS.ProcessEnv } {
-  const home = makeHome('scli');
-  cleanups.push(() => cleanupHome(home));
-  return { home, env: envFor(home) };
-}
-
-/** `astra <args>` left running, with its output collected; killed by pid after the test. */
-function startCli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  cleanups.push(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return { child, out: () => out, err: () => err, exited };
-}
-
-async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<string> {
-  const r = await runCli(['new', ...args], env);
-  expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
-  return r.stdout.trim();
-}
-
-async function listJson(env: NodeJS.ProcessEnv): Promise<Record<string, unknown>[]> {
-  const r = await runCli(['sessions', '--json'], env);
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as Record<string, unknown>[];
-}
+useCliCleanup();
 
 describe('astra new and sessions', () => {
   it('new prints only the id, and sessions --json lists it with what was asked for', async () => {
@@ -82,7 +46,7 @@ describe('astra send', () => {
     expect(r.stderr).toBe('err\n');
     expect(r.code).toBe(3);
     // The lease was released: control is free again.
-    expect((await listJson(env))[0]!.controller).toBeUndefined();
+    expect((await listJson(env))[0]!.controller).toBeNull();
   });
 
   it('--wait --json prints the turn\'s events as JSON lines, output as text; a unique id prefix is enough', async () => {
@@ -107,7 +71,7 @@ describe('astra send', () => {
     // The turn waits for an approval; control is free for whoever attaches to give it.
     const waiting = (await listJson(env))[0]!;
     expect(waiting.runningTurnId).toEqual(expect.any(String));
-    expect(waiting.controller).toBeUndefined();
+    expect(waiting.controller).toBeNull();
 
     const cancelled = await runCli(['cancel', id, '--wait'], env);
     expect(cancelled.code).toBe(0);
@@ -153,7 +117,7 @@ describe('astra send', () => {
     const waiting = startCli(['send', id, 'echo started; sleep 30', '--wait'], env);
     await waitFor('the command to start', () => waiting.out().includes('started\n') || undefined);
     // send lets go of control once the turn is underway; its output can arrive a moment before that.
-    await waitFor('send to release control', async () => ((await listJson(env))[0]!.controller === undefined ? true : undefined));
+    await waitFor('send to release control', async () => ((await listJson(env))[0]!.controller === null ? true : undefined));
 
     const c = await runCli(['cancel', id, '--wait'], env);
     expect(c.code).toBe(0);
@@ -175,11 +139,11 @@ describe('astra send', () => {
     const { env } = setup();
     const missing = await runCli(['send', 'ses_nope', 'true'], env);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/no session matches "ses_nope".*astra sessions/);
+    expect(missing.stderr).toMatch(/no session has the id, id prefix or title "ses_nope".*astra sessions/);
     await newSession(env);
     await newSession(env);
     const ambiguous = await runCli(['attach', 'ses_'], env);
     expect(ambiguous.code).toBe(1);
-    expect(ambiguous.stderr).toMatch(/"ses_" matches 2 sessions .*type more of the id/);
+    expect(ambiguous.stderr).toMatch(/"ses_" matches 2 sessions; give more of the id:\n {2}ses_\w+\n {2}ses_\w+\n/);
   });
 });

@@ -22,13 +22,13 @@ export class Tmux {
   }
 
   /**
-   * A 120x40 terminal running `astra <args>`. When astra exits the pane prints `[exited N]` and
+   * A `cols`x40 terminal (120 by default) running `astra <args>`. When astra exits the pane prints `[exited N]` and
    * stays open (cat waits on the terminal), so the last screen can still be read.
    */
-  start(name: string, astraArgs: string[], extraEnv: Record<string, string> = {}): number {
+  start(name: string, astraArgs: string[], extraEnv: Record<string, string> = {}, cols = 120): number {
     const vars = Object.entries({ ASTRA_HOME: this.env.ASTRA_HOME ?? '', ...extraEnv }).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
     const cmd = `${[process.execPath, CLI, ...astraArgs].map(shq).join(' ')}; echo "[exited $?]"; exec cat`;
-    this.run(['new-session', '-d', '-x', '120', '-y', '40', '-s', name, ...vars, 'sh', '-c', cmd]);
+    this.run(['new-session', '-d', '-x', String(cols), '-y', '40', '-s', name, ...vars, 'sh', '-c', cmd]);
     const pid = Number(this.run(['list-panes', '-t', name, '-F', '#{pane_pid}']).trim());
     this.panePids.push(pid);
     return pid;
@@ -49,6 +49,11 @@ export class Tmux {
   type(name: string, text: string, enter = false): void {
     this.run(['send-keys', '-t', name, '-l', text]);
     if (enter) this.run(['send-keys', '-t', name, 'Enter']);
+  }
+
+  /** Closes the pane as closing a terminal window does: its processes get SIGHUP. */
+  close(name: string): void {
+    this.run(['kill-pane', '-t', name]);
   }
 
   key(name: string, key: string): void {

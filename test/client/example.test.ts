@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT, readRecordFile, runNode } from '../helpers/processes.js';
+import { ROOT, readRecordFile, runCli, runNode } from '../helpers/processes.js';
 import { testHome } from './helpers.js';
 
 describe('examples/watch-session.mjs', () => {
@@ -17,6 +17,33 @@ describe('examples/watch-session.mjs', () => {
     expect(r.stdout).toContain('$ echo hello from the example');
     expect(r.stdout).toContain('hello from the example\n');
     expect(r.stdout).toMatch(/turn completed \(exit 0\)/);
+  });
+
+  it('on an existing session named by an id prefix, waits for its own turn, not the first old one', async () => {
+    const t = testHome();
+    const made = await runCli(['new', '--approval', 'auto'], t.env);
+    const id = made.stdout.trim();
+    const pid = readRecordFile(t.home)?.pid;
+    if (pid) t.pids.push(pid);
+    expect((await runCli(['send', id, 'echo old turn', '--wait'], t.env)).stdout).toBe('old turn\n');
+
+    const r = await runNode([path.join(ROOT, 'examples', 'watch-session.mjs'), 'echo new turn', id.slice(4, 22)], t.env, 30_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`session ${id}`);
+    expect(r.stdout).not.toContain('old turn');
+    expect(r.stdout).toMatch(/\$ echo new turn\nnew turn\nturn completed \(exit 0\)/);
+    // It gave control back: the session is free at once.
+    const list = JSON.parse((await runCli(['sessions', '--json'], t.env)).stdout) as { controller: unknown }[];
+    expect(list[0]!.controller).toBeNull();
+  });
+
+  it('an unknown session is one clear line and exit 1, not a stack trace', async () => {
+    const t = testHome();
+    const r = await runNode([path.join(ROOT, 'examples', 'watch-session.mjs'), 'true', 'nope'], t.env, 30_000);
+    const pid = readRecordFile(t.home)?.pid;
+    if (pid) t.pids.push(pid);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('watch-session: no session matches "nope" (astra sessions lists them)\n');
   });
 });
 
@@ -37,6 +64,9 @@ describe("README's 'Use it from code'", () => {
       if (pid) t.pids.push(pid);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe('hello\n');
+      // It let go of control: the session is not locked for the grace period.
+      const list = JSON.parse((await runCli(['sessions', '--json'], t.env)).stdout) as { controller: unknown }[];
+      expect(list[0]!.controller).toBeNull();
     } finally {
       fs.rmSync(app, { recursive: true, force: true });
     }

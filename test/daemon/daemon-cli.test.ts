@@ -1,7 +1,8 @@
 // `astra daemon ...` against real daemon processes, a temp ASTRA_HOME each.
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Driver } from '../helpers/driver.js';
 import {
   envFor,
   isAlive,
@@ -227,4 +228,131 @@ describe('astra daemon status/start/stop', () => {
     expect(bad.stderr).toMatch(/--timeout takes milliseconds/);
   });
 
+});
+
+describe('astra daemon … as a user meets it (issue 19)', () => {
+  const drivers: Driver[] = [];
+  afterEach(() => {
+    for (const d of drivers.splice(0)) d.kill();
+  });
+  async function attach(env: NodeJS.ProcessEnv, name: string): Promise<Driver> {
+    const d = new Driver(env, name);
+    drivers.push(d);
+    return d.ready();
+  }
+
+  it('stop says how many clients were attached, and they are told it stopped', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    const [a, b] = await Promise.all([attach(env, 'one'), attach(env, 'two')]);
+    const r = await runCli(['daemon', 'stop'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`daemon stopped \\(pid ${record.pid}\\); 2 clients were attached and were told it stopped`));
+    for (const d of [a, b]) {
+      const note = await d.next((l) => l.note === 'daemon/shuttingDown');
+      expect(note.params.reason).toBe('stopped');
+    }
+  });
+
+  it('restart tells attached clients it is restarting, so they reconnect', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const d = await attach(env, 'attached');
+    const r = await runCli(['daemon', 'restart'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/1 client was attached and was told it is restarting/);
+    const note = await d.next((l) => l.note === 'daemon/shuttingDown');
+    expect(note.params.reason).toBe('restarting');
+  });
+
+  it('start --foreground while a daemon runs answers like the background form and exits 1', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    const r = await runCli(['daemon', 'start', '--foreground'], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`the daemon is already running \\(pid ${record.pid}, instance ${record.instanceId}\\)`));
+    expect(r.stderr).toMatch(/astra daemon stop/);
+    expect(r.stderr).not.toMatch(/Ctrl-C stops it/);
+    expect(isAlive(record.pid)).toBe(true);
+  });
+
+  it('start --foreground prints the log lines on the terminal, readable', async () => {
+    const h = home();
+    const env = envFor(h, { NO_COLOR: '1' });
+    const fg = startNode([CLI, 'daemon', 'start', '--foreground', '--idle-timeout', '0'], env);
+    let stderr = '';
+    fg.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => fg.on('exit', (code) => resolve(code)));
+    await waitFor('the daemon started line on the terminal', () => /INFO  \[\d+\] daemon started/.test(stderr), 15_000);
+    expect(stderr).not.toMatch(/"level":/);
+    fg.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(stderr).toMatch(/daemon stopped/);
+  });
+
+  it('status puts connections under their own heading, counts sessions loaded and on disk, and shows the controller\'s pid', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const d = await attach(env, 'controller');
+    const { session } = await d.call('session/create', { title: 'watched' });
+    await d.call('lease/acquire', { sessionId: session.id });
+    const r = await runCli(['daemon', 'status'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/sessions\s+1 loaded, 1 on disk/);
+    const lines = r.stdout.split('\n');
+    const connHeading = lines.indexOf('connections');
+    const sessHeading = lines.indexOf('sessions (loaded)');
+    expect(connHeading).toBeGreaterThan(0);
+    expect(sessHeading).toBeGreaterThan(connHeading);
+    const connRows = lines.slice(connHeading + 1, sessHeading).filter((l) => l.trim());
+    expect(connRows.some((l) => l.includes(`controller 1  pid ${d.pid}`))).toBe(true);
+    expect(lines.slice(sessHeading + 1).find((l) => l.includes(session.id))).toContain(`controller controller (pid ${d.pid})`);
+  });
+
+  it('status after a crash says the last daemon died, and quotes the log', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    process.kill(record.pid, 'SIGKILL');
+    await waitFor('daemon death', () => !isAlive(record.pid));
+    const r = await runCli(['daemon', 'status'], env);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(new RegExp(`the last daemon \\(pid ${record.pid}\\) died without stopping cleanly`));
+    expect(r.stdout).toMatch(/last log line: /);
+    // A clean stop is not a death.
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    expect((await runCli(['daemon', 'stop'], env)).code).toBe(0);
+    const clean = await runCli(['daemon', 'status'], env);
+    expect(clean.stdout).not.toMatch(/died|did not stop cleanly/);
+  });
+
+  it('status does not call a live daemon dead while its record carries another token', async () => {
+    const h = home();
+    const env = envFor(h);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    const tmp = `${recordPath(h)}.tamper.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ ...record, token: 'C'.repeat(43) }), { mode: 0o600 });
+    fs.renameSync(tmp, recordPath(h));
+    const r = await runCli(['daemon', 'status'], env);
+    expect(r.stdout).not.toMatch(/not running/);
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).toMatch(/status\s+running/);
+  });
+
+  it('help shows default durations as durations', async () => {
+    const h = home();
+    const stop = await runCli(['daemon', 'stop', '--help'], envFor(h));
+    expect(stop.stdout).toMatch(/default 5s/);
+    expect(stop.stdout).not.toMatch(/"5000"/);
+    const start = await runCli(['daemon', 'start', '--help'], envFor(h));
+    expect(start.stdout).toMatch(/default 10m/);
+  });
 });

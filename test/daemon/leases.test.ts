@@ -283,7 +283,8 @@ describe('controller loss options and status', () => {
     const r = await runCli(['daemon', 'stop'], env);
     expect(r.code).toBe(0);
     const note = await d.next((l) => l.note === 'daemon/shuttingDown');
-    expect(note.params.reason).toMatch(/astra daemon stop/);
+    expect(note.params.reason).toBe('stopped');
+    expect(note.params.message).toMatch(/astra daemon stop/);
     await d.next((l) => l.closed === true);
   });
 });

@@ -2,6 +2,7 @@ import { describe, it, expect } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
 import { resolvePaths } from '../../discovery/index.js';
+import { AstraError } from '../../protocol/index.js';
 
 describe('resolvePaths', () => {
   it('puts everything under ASTRA_HOME when it is set, with short names', () => {
@@ -18,8 +19,16 @@ describe('resolvePaths', () => {
     });
   });
 
-  it('resolves a relative ASTRA_HOME against the working directory', () => {
-    expect(resolvePaths({ ASTRA_HOME: 'rel/home' }).runtimeDir).toBe(path.resolve('rel/home', 'run'));
+  it('refuses a relative ASTRA_HOME, naming it and the fix (each working directory would get its own daemon)', () => {
+    let err: unknown;
+    try {
+      resolvePaths({ ASTRA_HOME: 'rel/home' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AstraError);
+    expect((err as AstraError).reason).toBe('invalid_params');
+    expect((err as AstraError).message).toContain('ASTRA_HOME must be an absolute path; got "rel/home"');
   });
 
   it('uses $XDG_RUNTIME_DIR/astra for the runtime dir and the XDG data and state dirs otherwise', () => {

@@ -1,4 +1,5 @@
 import { describe, it, expect } from 'vitest';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AstraError } from '../../protocol/index.js';
@@ -89,6 +90,32 @@ describe('ensurePrivateDir', () => {
     const file = path.join(tempDir(), 'file');
     fs.writeFileSync(file, '');
     expect(refusal(path.join(file, 'run')).data.problem).toBe('cannot_create');
+  });
+
+  it('names the file in the way when a parent of the directory is a file', () => {
+    const file = path.join(tempDir(), 'home-file');
+    fs.writeFileSync(file, '');
+    const e = refusal(path.join(file, 'run'));
+    expect(e.message).toContain(`${file} is a file, not a directory`);
+    expect(e.message).not.toContain('ENOENT');
+  });
+
+  it('says "read-only file system" for a parent on one, not ENOENT', (ctx) => {
+    const mnt = path.join(tempDir(), 'ro');
+    fs.mkdirSync(mnt);
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', mnt]).status === 0;
+    if (!mounted) {
+      process.stdout.write('skipped: mounting a read-only tmpfs needs root (CAP_SYS_ADMIN)\n');
+      ctx.skip();
+      return;
+    }
+    try {
+      const e = refusal(path.join(mnt, 'home', 'run'));
+      expect(e.message).toContain(`${mnt} is on a read-only file system (EROFS)`);
+      expect(e.message).not.toContain('ENOENT');
+    } finally {
+      spawnSync('umount', [mnt]);
+    }
   });
 });
 

@@ -181,3 +181,20 @@ describe('tokens', () => {
     expect(newInstanceId()).not.toBe(newInstanceId());
   });
 });
+
+describe('readRecord under a home that is a file', () => {
+  it('is one clear unsafe_runtime_dir error naming the file, not a raw ENOTDIR from stat', () => {
+    const file = path.join(tempDir(), 'home-file');
+    fs.writeFileSync(file, '');
+    let err: unknown;
+    try {
+      readRecord(path.join(file, 'run', 'daemon.json'));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AstraError);
+    expect((err as AstraError).reason).toBe('unsafe_runtime_dir');
+    expect((err as AstraError).message).toContain(`${file} is a file, not a directory`);
+    expect((err as AstraError).message).toContain('ASTRA_HOME');
+  });
+});

@@ -17,14 +17,30 @@ function dir(): string {
   return d;
 }
 
+/** Resolves at the runtime's next turnEnded event; rejects, naming `what`, if none comes within the deadline. */
+function nextTurnEnd(rt: Runtime, what: string, timeoutMs = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ended = () => {
+      clearTimeout(timer);
+      rt.off('turnEnded', ended);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      rt.off('turnEnded', ended);
+      reject(new Error(`${what} did not end within ${timeoutMs} ms`));
+    }, timeoutMs);
+    rt.on('turnEnded', ended);
+  });
+}
+
 async function sessionWithTurns(dataDir: string, turns: number) {
   const rt = await Runtime.open({ dataDir, engines: { noop: { runTurn: async () => ({ status: 'completed' }) } }, defaultEngine: 'noop' });
   const s = await rt.createSession({ title: 't' });
-  const ended: string[] = [];
-  rt.on('turnEnded', (_s, t) => ended.push(t));
   for (let i = 0; i < turns; i++) {
+    // Listen before starting: the turn may end before startTurn's promise settles.
+    const ended = nextTurnEnd(rt, `turn ${i}`);
     await rt.startTurn(s.id, { text: `input ${i}` }, `k${i}`);
-    while (ended.length <= i) await new Promise((r) => setTimeout(r, 1));
+    await ended;
   }
   await rt.close();
   return { id: s.id, file: path.join(dataDir, 'sessions', s.id, JOURNAL_FILE) };

@@ -1,0 +1,203 @@
+// Calls (DESIGN.md §8): the one retry policy of the client. A read-only call is retried across a
+// reconnect and, with backoff, on `overloaded`; a mutation whose answer is lost (the connection
+// dropped, or no answer in time) becomes OutcomeUnknownError and is never retried blindly. The safe
+// turn start — the one place a lost answer is resolved by asking mutation/status — lives here too.
+import crypto from 'node:crypto';
+import { AstraError, METHODS, checkRequestParams, isMethodName, type ResultOf } from '../protocol/index.js';
+import type { Connection } from '../ipc/index.js';
+import type { CallOptions, ClientMethodName, ClientParams } from './api.js';
+import { backoffDelay, sleep } from './backoff.js';
+import { OutcomeUnknownError } from './errors.js';
+import type { LeaseBook } from './leases.js';
+
+/** Attempts at an `overloaded` read before the error reaches the caller. */
+const OVERLOAD_RETRIES = 8;
+const OVERLOAD_BACKOFF = { initialDelayMs: 50, maxDelayMs: 2_000, maxElapsedMs: 30_000 };
+/** How long startTurn keeps asking about a turn/start the daemon is still working on. */
+const IN_PROGRESS_BACKOFF = { initialDelayMs: 20, maxDelayMs: 500, maxElapsedMs: 10_000 };
+/** Re-sends of one turn/start key after answers lost again and again, before giving up. */
+const TURN_START_RESENDS = 3;
+
+export function toAstraError(e: unknown): AstraError {
+  if (e instanceof AstraError) return e;
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  return new AstraError('connection_closed', message, code ? { code } : {});
+}
+
+export interface MethodPolicy {
+  /** Safe to send again after a lost answer. */
+  readOnly: boolean;
+  /** The params carry the caller's lease epoch (Policy.epoch). */
+  hasEpoch: boolean;
+  /** The method takes an idempotency key (required or optional): the client generates one when missing. */
+  takesKey: boolean;
+}
+
+export function describePolicy(method: ClientMethodName): MethodPolicy {
+  const { policy } = METHODS[method];
+  return { readOnly: policy.idempotent && !policy.mutates, hasEpoch: policy.epoch, takesKey: policy.idempotencyKey !== undefined };
+}
+
+/** The daemon's answer, checked against the method table; anything else is `invalid_request`. */
+export function checkResult<M extends ClientMethodName>(method: M, result: unknown): ResultOf<M> {
+  const problem = METHODS[method].result.check(result, `${method} result`);
+  if (problem) throw new AstraError('invalid_request', `the daemon answered ${method} with something unexpected: ${problem}`);
+  return result as ResultOf<M>;
+}
+
+/** What a call is, for the retry policy and for the OutcomeUnknownError it may become. */
+export interface CallIdentity {
+  method: ClientMethodName;
+  readOnly: boolean;
+  sessionId?: string | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+/** What the calls need from the client: the connection, its liveness clock, and its leases. */
+export interface CallHost {
+  /** The current connection when the client is connected, without waiting. */
+  liveConnection(): Connection | undefined;
+  /** The current connection, waiting (up to opts.timeoutMs) through a reconnect. */
+  whenConnected(opts: CallOptions): Promise<Connection>;
+  /** Whether `conn` is still the client's live connection (a drop makes it not). */
+  isCurrent(conn: Connection): boolean;
+  /** The error calls get once the client is closed, or undefined while it is not. */
+  closedError(): AstraError | undefined;
+  /** Aborts backoff sleeps when the client closes. */
+  readonly signal: AbortSignal;
+  noteSent(): void;
+  noteReceived(): void;
+  readonly leases: LeaseBook;
+}
+
+export interface StartTurnOptions extends CallOptions {
+  /** The key the turn is started with (default: a fresh UUID). Persist it to resolve a doubt later. */
+  idempotencyKey?: string;
+  /** An explicit lease epoch instead of the held lease's. */
+  epoch?: number;
+}
+
+export class Calls {
+  constructor(private readonly host: CallHost) {}
+
+  /**
+   * Sends through the retry policy: `send` runs on the current connection; a lost answer is retried
+   * (read-only: on the next connection, or `onDroppedRead` decides) or becomes OutcomeUnknownError.
+   */
+  async run<T>(what: CallIdentity, callOpts: CallOptions, send: (conn: Connection) => Promise<T>, onDroppedRead?: () => Promise<T>): Promise<T> {
+    for (let overloadAttempt = 0; ; ) {
+      const conn = this.host.liveConnection() ?? (await this.host.whenConnected(callOpts));
+      try {
+        return await send(conn);
+      } catch (e) {
+        const err = toAstraError(e);
+        if (err.reason === 'connection_closed' && !this.host.isCurrent(conn)) {
+          const closed = this.host.closedError();
+          if (closed) throw closed;
+          if (!what.readOnly) throw outcomeUnknown(what, err);
+          if (onDroppedRead) return onDroppedRead();
+          continue;
+        }
+        if (err.reason === 'request_timeout' && !what.readOnly) throw outcomeUnknown(what, err);
+        if (err.reason === 'overloaded' && what.readOnly && overloadAttempt < OVERLOAD_RETRIES) {
+          await sleep(backoffDelay(overloadAttempt++, OVERLOAD_BACKOFF), this.host.signal);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Any method of the table: `epoch` is filled in from the held lease at send time (a reclaim after
+   * a reconnect bumps it), a missing idempotency key is generated, and the result is checked.
+   */
+  async call<M extends ClientMethodName>(method: M, params: ClientParams<M> | undefined, callOpts: CallOptions = {}): Promise<ResultOf<M>> {
+    if (typeof method !== 'string' || !isMethodName(method) || (method as string) === 'initialize')
+      throw new AstraError('method_not_found', `unknown method "${String(method)}"; see METHOD_NAMES for what the protocol offers`);
+    if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params)))
+      throw new AstraError('invalid_params', `${method}: params must be an object`);
+    const policy = describePolicy(method);
+    const base: Record<string, unknown> = { ...(params ?? {}) };
+    if (policy.takesKey && (base.idempotencyKey === undefined || base.idempotencyKey === null)) base.idempotencyKey = crypto.randomUUID();
+    const sessionId = typeof base.sessionId === 'string' ? base.sessionId : undefined;
+    const idempotencyKey = typeof base.idempotencyKey === 'string' ? base.idempotencyKey : undefined;
+    const leases = this.host.leases;
+    const host = this.host;
+    const send = (conn: Connection): Promise<ResultOf<M>> => {
+      const sent = { ...base };
+      if (policy.hasEpoch && (sent.epoch === undefined || sent.epoch === null)) sent.epoch = leases.epochFor(method, sessionId);
+      checkRequestParams(method, sent);
+      host.noteSent();
+      return conn.request(method, sent, callOpts).then((raw) => {
+        host.noteReceived();
+        const result = checkResult(method, raw);
+        leases.afterCall(method, sent, result);
+        return result;
+      });
+    };
+    const what = { method, readOnly: policy.readOnly, sessionId, idempotencyKey };
+    // The common path stays one promise deep: the hot loop of a busy client is this call.
+    if (method !== 'lease/release') return this.run(what, callOpts, send);
+    try {
+      return await this.run(what, callOpts, send);
+    } catch (e) {
+      if (e instanceof AstraError) leases.refused(method, sessionId, e);
+      throw e;
+    }
+  }
+
+  /** What became of a keyed mutation; `sessionId` is left out for a session/create key. */
+  mutationStatus(sessionId: string | undefined, idempotencyKey: string, opts?: CallOptions): Promise<ResultOf<'mutation/status'>> {
+    return this.call('mutation/status', { ...(sessionId !== undefined ? { sessionId } : {}), idempotencyKey }, opts);
+  }
+
+  /**
+   * Starts a turn at most once. When the answer is lost (OutcomeUnknownError) it asks mutation/status:
+   * 'done' gives the turn that started, 'in_progress' is asked again, and only 'unknown' (the daemon
+   * never saw the key) re-sends turn/start with the same key — which the daemon would answer with the
+   * first result anyway, so no path can start a second turn.
+   */
+  async startTurn(sessionId: string, text: string, opts: StartTurnOptions = {}): Promise<ResultOf<'turn/start'>> {
+    const { idempotencyKey = crypto.randomUUID(), epoch, ...callOpts } = opts;
+    const params: ClientParams<'turn/start'> = { sessionId, input: { text }, idempotencyKey, ...(epoch !== undefined ? { epoch } : {}) };
+    for (let sent = 0; ; sent++) {
+      try {
+        return await this.call('turn/start', params, callOpts);
+      } catch (e) {
+        if (!(e instanceof OutcomeUnknownError) || sent >= TURN_START_RESENDS) throw e;
+        const found = await this.settledTurnStart(sessionId, idempotencyKey, e, callOpts);
+        if (found) return found;
+      }
+    }
+  }
+
+  /** The turn/start result once mutation/status knows it; undefined when the daemon never saw the key. */
+  private async settledTurnStart(
+    sessionId: string,
+    idempotencyKey: string,
+    doubt: OutcomeUnknownError,
+    callOpts: CallOptions,
+  ): Promise<ResultOf<'turn/start'> | undefined> {
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      const st = await this.mutationStatus(sessionId, idempotencyKey, callOpts);
+      if (st.state === 'unknown') return undefined;
+      if (st.state === 'done') return checkResult('turn/start', st.result);
+      const delay = backoffDelay(attempt, IN_PROGRESS_BACKOFF);
+      if (Date.now() + delay - started > IN_PROGRESS_BACKOFF.maxElapsedMs) throw doubt;
+      await sleep(delay, this.host.signal);
+      const closed = this.host.closedError();
+      if (closed) throw closed;
+    }
+  }
+}
+
+function outcomeUnknown(what: CallIdentity, cause: AstraError): OutcomeUnknownError {
+  return new OutcomeUnknownError(what.method, {
+    ...(what.sessionId !== undefined ? { sessionId: what.sessionId } : {}),
+    ...(what.idempotencyKey !== undefined ? { idempotencyKey: what.idempotencyKey } : {}),
+    cause,
+  });
+}

@@ -1,0 +1,78 @@
+// What an application passes to AstraClient.connect and what the client tells it (its events).
+import type { AstraError, Decision, ServerParamsOf } from '../protocol/index.js';
+import type { BackoffOptions } from './backoff.js';
+import type { WaitingInfo } from './connect.js';
+import type { ControllerLease } from './lease.js';
+import type { LeaseLost } from './leases.js';
+import type { Resynced } from './subscriptions.js';
+
+export interface AstraClientOptions {
+  /** Shown in `astra daemon status` and in lease holders. */
+  clientName: string;
+  clientVersion?: string;
+  /** Start a daemon when none answers, at connect and on reconnect (default true). */
+  autoStart?: boolean;
+  /** Relocates everything, like ASTRA_HOME. */
+  home?: string;
+  /** The environment used to find (and start) the daemon; default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Backoff for reconnecting after a dropped connection; `false` turns reconnecting off. */
+  reconnect?: BackoffOptions | false;
+  /** Per-call timeout, also the longest a call waits for a reconnect (default 30 s; 0 = none). */
+  requestTimeoutMs?: number;
+  /** Ping an idle connection this often (default 15 s; 0 = never). */
+  pingIntervalMs?: number;
+  /** A daemon that does not answer a ping within this is treated as gone (default 10 s). */
+  pingTimeoutMs?: number;
+  /** How long to wait for a daemon this client starts (default 15 s). */
+  startTimeoutMs?: number;
+  /** Extra arguments for a daemon this client starts (e.g. ['--idle-timeout', '30s']). */
+  daemonArgs?: string[];
+  /**
+   * Replace a running daemon that speaks another protocol version, but only when it says it is idle
+   * (no other client, no running turn); a busy one still fails with incompatible_protocol. Default false.
+   */
+  replaceIdleIncompatibleDaemon?: boolean;
+  /** Notification methods the daemon should not send to this client. */
+  optOutNotificationMethods?: string[];
+  /** A running daemon has not answered the handshake for about a second (hung?): say so (see ConnectOptions). */
+  onWaiting?: (info: WaitingInfo) => void;
+}
+
+export interface AcquireControllerOptions {
+  /** Demote the current holder (it is told with lease/revoked). */
+  takeover?: boolean;
+  /** A resume token from an earlier grant (e.g. persisted before a crash): reclaims the lease within grace. */
+  resumeToken?: string;
+}
+
+export type ApprovalRequest = ServerParamsOf<'approval/request'>;
+export type ApprovalHandler = (request: ApprovalRequest) => Decision | { decision: Decision } | Promise<Decision | { decision: Decision }>;
+
+/** 'stopped': the daemon was stopped on purpose (`astra daemon stop`); nothing reconnects until resume(). */
+export type ClientState = 'connected' | 'reconnecting' | 'stopped' | 'closed';
+
+export interface ClientEvents {
+  /** The connection dropped (not by close(), not by a deliberate stop); the client is reconnecting unless reconnect is off. */
+  disconnected: { error: AstraError | undefined; daemonShuttingDown: boolean; shutdownReason?: string };
+  /** Connected again, leases reclaimed and subscriptions resumed. */
+  reconnected: { instanceId: string; connectionId: string; daemonPid: number; attempts: number; daemonRestarted: boolean };
+  /** The new connection reached a different daemon instance (the old one crashed, stopped or was replaced). */
+  daemonRestarted: { previousInstanceId: string; instanceId: string; daemonPid: number };
+  /**
+   * The daemon said it was stopped on purpose (daemon/shuttingDown reason 'stopped') and went: the
+   * client does not start it again. Leases and subscriptions are kept; `client.resume()` starts a
+   * daemon and restores them, as a reconnect does (`reconnected` follows).
+   */
+  stopped: { message: string };
+  /** Control of a session was lost: taken over, expired, or not reclaimable after a reconnect. */
+  /** `holder` is who controls the session now, when the daemon said (after a takeover). */
+  leaseLost: LeaseLost;
+  /** A lease was reclaimed after a reconnect; its resumeToken changed (persist the new one). */
+  leaseReclaimed: { sessionId: string; lease: ControllerLease };
+  /** A subscription's cursor was ahead of the session's head (`cursor_ahead`): it goes on from headSeq. */
+  resynced: Resynced;
+  /** Something went wrong outside any call: a bad frame from the daemon, or the client gave up reconnecting (then it is closed). */
+  error: AstraError;
+}
+

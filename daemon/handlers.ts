@@ -1,0 +1,63 @@
+// The method handlers, one per entry of the protocol's method table (router.ts checks params and
+// policy before any of these runs). They translate the wire's params into runtime, lease and
+// subscription calls and add each session's controller to what goes out.
+import type { DaemonStatus } from '../protocol/index.js';
+import type { Runtime } from '../runtime/index.js';
+import type { LeaseHost } from './lease-host.js';
+import type { Peer } from './peer.js';
+import type { Handlers } from './router.js';
+import type { SubscriptionHub } from './subscriptions.js';
+
+export interface HandlerDeps {
+  runtime: Runtime;
+  leaseHost: LeaseHost;
+  hub: SubscriptionHub;
+  now: () => number;
+  status(): Promise<DaemonStatus>;
+  /**
+   * Begins a stop once the answer has gone out; returns how many other clients are attached (they
+   * are told why with daemon/shuttingDown).
+   */
+  requestStop(restart: boolean, message: string, caller: Peer): number;
+}
+
+export function createHandlers(d: HandlerDeps): Handlers {
+  const rt = d.runtime;
+  const shown = d.leaseHost.withController.bind(d.leaseHost);
+  return {
+    ping: () => ({ now: d.now() }),
+    'daemon/status': () => d.status(),
+    'daemon/shutdown': (p, peer) => ({
+      connections: d.requestStop(p.restart === true, p.reason ?? 'requested by a client', peer),
+    }),
+    'session/create': async (p) => ({ session: shown(await rt.createSession(p)) }),
+    'session/list': async (p) => {
+      const page = await rt.listSessions(p);
+      return { ...page, sessions: page.sessions.map(shown) };
+    },
+    'session/read': async (p) => {
+      const r = await rt.readSession(p.sessionId, p);
+      return { ...r, session: shown(r.session) };
+    },
+    'session/subscribe': (p, peer) => d.hub.subscribe(peer, p.sessionId, p.sinceSeq ?? 0),
+    'session/unsubscribe': (p, peer) => {
+      d.hub.unsubscribe(peer, p.sessionId);
+      return {};
+    },
+    'session/rename': async (p) => ({ session: shown(await rt.renameSession(p.sessionId, p.title)) }),
+    'session/archive': async (p) => ({ session: shown(await rt.archiveSession(p.sessionId)) }),
+    'session/delete': async (p) => {
+      await rt.deleteSession(p.sessionId);
+      return { sessionId: p.sessionId };
+    },
+    'lease/acquire': (p, peer) => d.leaseHost.acquire(peer, p.sessionId, p),
+    'lease/release': async (p, peer) => {
+      await d.leaseHost.release(peer, p.sessionId, p.epoch);
+      return {};
+    },
+    // The idle timer checks for running turns when it fires, so starting one needs no cancel here.
+    'turn/start': (p) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey),
+    'turn/cancel': (p) => rt.cancelTurn(p.sessionId, p.turnId),
+    'mutation/status': (p) => rt.mutationStatus(p.sessionId, p.idempotencyKey),
+  };
+}

@@ -1,0 +1,54 @@
+// Shared by the CLI tests: a temp ASTRA_HOME per test, `astra` left running, sessions made and listed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterEach, expect } from 'vitest';
+import { CLI, cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+/** Registers the after-each cleanup for this file: every process started is killed by pid, homes removed. */
+export function useCliCleanup(): (c: () => Promise<void> | void) => void {
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return (c) => cleanups.push(c);
+}
+
+export function setup(prefix = 'scli'): { home: string; env: NodeJS.ProcessEnv } {
+  const home = makeHome(prefix);
+  cleanups.push(() => cleanupHome(home));
+  return { home, env: envFor(home) };
+}
+
+export interface RunningCli {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+  exited: Promise<number | null>;
+}
+
+/** `astra <args>` left running, with its output collected; killed by pid after the test. */
+export function startCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  cleanups.push(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, out: () => out, err: () => err, exited };
+}
+
+export async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<string> {
+  const r = await runCli(['new', ...args], env);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return r.stdout.trim();
+}
+
+export async function listJson(env: NodeJS.ProcessEnv, args: string[] = []): Promise<Record<string, unknown>[]> {
+  const r = await runCli(['sessions', '--json', ...args], env);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as Record<string, unknown>[];
+}

@@ -263,6 +263,8 @@ export class EventLog {
     this.syncTimer = undefined;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    // A blocked journal's close would drop what it holds: one last try to write it.
+    if (this.blocked && this.journal.retry()) this.blocked = undefined;
     this.closed = true;
     try {
       // journal.close writes and fsyncs what is queued, and closes the file whatever happens.

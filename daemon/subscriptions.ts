@@ -19,9 +19,17 @@
 // connection last took any data (Connection.progress), it is dropped and resubscribes from
 // resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from memory or
 // the journal.
+//
+// Where a subscriber stands (its phase — replaying, live, paused — and the last seq it took) is the
+// runtime feed's alone (runtime/subscription-feed.ts): the hub asks its handle, and keeps only the
+// wire encoding, the batching and the lag budget.
+//
+// Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
+// (the subscription still runs, so session/replayed and session/lagged still come unless muted
+// too); 'session/events' alone makes the connection get one event per frame, as without batching.
 import { AstraError } from '../protocol/index.js';
 import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
-import type { Runtime, StoredEvent } from '../runtime/index.js';
+import type { FeedNotice, Runtime, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
 export interface SubscriptionLimits {
@@ -42,17 +50,17 @@ const BATCH_MAX_BYTES = 256 * 1024;
  */
 const SOFT_QUEUE_BYTES = 1024 * 1024;
 
-type Phase = 'replaying' | 'live' | 'paused';
-
 interface Subscription {
   peer: Peer;
   sessionId: string;
   wire: SessionWire;
-  /** Last seq accepted for this connection (sent, or in `pending`). */
-  lastSeq: number;
   dropped: boolean;
-  unsubscribe: () => void;
-  phase: Phase;
+  /** The runtime feed's handle: its phase, and lastSeq (the last seq accepted for this connection: sent, or in `pending`). */
+  handle: SubscriptionHandle | undefined;
+  /** The connection opted out of session/event: events are taken and not sent. */
+  muted: boolean;
+  /** Batch frames (session/events) for this connection. */
+  batch: boolean;
   /** While paused: bytes of events it missed since its connection last made progress, counted against the bound. */
   missedSinceDrain: number;
   /** The connection's progress when missedSinceDrain was last reset. */
@@ -81,7 +89,55 @@ export class SubscriptionHub {
     this.resumeBytes = Math.floor(this.softBytes / 2);
   }
 
+  /**
+   * Nothing is registered until the runtime has accepted the subscription: a refused one
+   * (not_found, cursor_ahead) leaves no trace on the connection.
+   */
   async subscribe(peer: Peer, sessionId: string, sinceSeq: number): Promise<{ sessionId: string; headSeq: number }> {
+    this.checkRoom(peer, sessionId);
+    const muted = peer.mutedNotifications;
+    const sub: Subscription = {
+      peer,
+      sessionId,
+      wire: this.wireOf(sessionId),
+      dropped: false,
+      handle: undefined,
+      muted: muted.has('session/event'),
+      batch: peer.batchEvents && !muted.has('session/events'),
+      missedSinceDrain: 0,
+      progressMark: 0,
+      pending: [],
+      pendingEvents: 0,
+      pendingBytes: 0,
+    };
+    // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
+    const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
+      onStored: (event: StoredEvent) => this.deliver(sub, event),
+      onReplayed: (throughSeq: number) => {
+        if (sub.dropped) return;
+        this.flushPending(sub);
+        peer.notify('session/replayed', { sessionId, throughSeq });
+      },
+      onSkipped: (_seq: number, bytes: number) => this.skipped(sub, bytes),
+      onNotice: (n: FeedNotice) => {
+        if (!sub.dropped) peer.notify('session/notice', n);
+      },
+      waitForCapacity: () => this.waitForCapacity(sub),
+    });
+    sub.handle = handle;
+    if (peer.conn.closed) {
+      // The connection went while the runtime answered (dropPeer has run): nothing to keep.
+      sub.dropped = true;
+      handle.unsubscribe();
+      return { sessionId, headSeq: handle.headSeq };
+    }
+    try {
+      this.checkRoom(peer, sessionId);
+    } catch (e) {
+      sub.dropped = true;
+      handle.unsubscribe();
+      throw e;
+    }
     let subs = this.byPeer.get(peer.id);
     if (!subs) this.byPeer.set(peer.id, (subs = new Map()));
     const existing = subs.get(sessionId);
@@ -89,47 +145,19 @@ export class SubscriptionHub {
       // Resubscribing replaces the old stream (a client resuming after session/lagged does this).
       this.flushPending(existing);
       existing.dropped = true;
-      existing.unsubscribe();
-      subs.delete(sessionId);
-    } else if (subs.size >= this.limits.maxSubscriptionsPerConnection) {
-      throw new AstraError('overloaded', `this connection already has ${subs.size} subscriptions; unsubscribe from some first`, {
-        limit: this.limits.maxSubscriptionsPerConnection,
-      });
+      existing.handle?.unsubscribe();
     }
-    const sub: Subscription = {
-      peer,
-      sessionId,
-      wire: this.wireOf(sessionId),
-      lastSeq: sinceSeq,
-      dropped: false,
-      unsubscribe: () => {},
-      phase: 'replaying',
-      missedSinceDrain: 0,
-      progressMark: 0,
-      pending: [],
-      pendingEvents: 0,
-      pendingBytes: 0,
-    };
     subs.set(sessionId, sub);
-    // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
-    const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
-      onStored: (event: StoredEvent) => this.deliver(sub, event),
-      onReplayed: (throughSeq: number) => {
-        if (sub.dropped) return;
-        this.flushPending(sub);
-        sub.phase = 'live';
-        peer.notify('session/replayed', { sessionId, throughSeq });
-      },
-      onSkipped: (_seq: number, bytes: number) => this.skipped(sub, bytes),
-      onResumed: () => {
-        sub.phase = 'live';
-        sub.missedSinceDrain = 0;
-      },
-      waitForCapacity: () => this.waitForCapacity(sub),
-    });
-    sub.unsubscribe = handle.unsubscribe;
-    if (sub.dropped) handle.unsubscribe();
     return { sessionId, headSeq: handle.headSeq };
+  }
+
+  /** Throws overloaded when the connection holds its limit of subscriptions (replacing one is always allowed). */
+  private checkRoom(peer: Peer, sessionId: string): void {
+    const subs = this.byPeer.get(peer.id);
+    if (!subs || subs.has(sessionId) || subs.size < this.limits.maxSubscriptionsPerConnection) return;
+    throw new AstraError('overloaded', `this connection already has ${subs.size} subscriptions; unsubscribe from some first`, {
+      limit: this.limits.maxSubscriptionsPerConnection,
+    });
   }
 
   unsubscribe(peer: Peer, sessionId: string): void {
@@ -138,7 +166,7 @@ export class SubscriptionHub {
     if (!sub) return;
     this.flushPending(sub);
     sub.dropped = true;
-    sub.unsubscribe();
+    sub.handle?.unsubscribe();
     subs!.delete(sessionId);
   }
 
@@ -151,7 +179,7 @@ export class SubscriptionHub {
       sub.pending = [];
       sub.pendingEvents = 0;
       sub.pendingBytes = 0;
-      sub.unsubscribe();
+      sub.handle?.unsubscribe();
     }
     this.byPeer.delete(peer.id);
   }
@@ -179,7 +207,7 @@ export class SubscriptionHub {
 
   /** false refuses the event: the runtime pauses this subscription and feeds it again once the queue drains. */
   private deliver(sub: Subscription, event: StoredEvent): boolean | void {
-    if (sub.dropped || event.seq <= sub.lastSeq) return;
+    if (sub.dropped || sub.muted) return;
     const conn = sub.peer.conn;
     if (conn.closed) return;
     // The body without its map header (one view per event, shared by every subscriber), and a
@@ -190,14 +218,14 @@ export class SubscriptionHub {
     const queued = conn.queuedBytes + sub.pendingBytes;
     // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
     if (queued >= this.resumeBytes && queued + length > this.softBytes) {
-      if (sub.phase === 'live') {
-        sub.phase = 'paused';
+      // A live event refused: the feed pauses now, and the lag budget starts counting again.
+      if (sub.handle?.phase === 'live') {
+        sub.missedSinceDrain = 0;
         this.addMissed(sub, length + 1);
       }
       return false;
     }
-    sub.lastSeq = event.seq;
-    if (!sub.peer.batchEvents || (queued === 0 && sub.pendingEvents === 0)) {
+    if (!sub.batch || (queued === 0 && sub.pendingEvents === 0)) {
       // Not behind (or not batching): this event goes alone, now.
       conn.sendParts(extra ? [sub.wire.single, tail, extra] : [sub.wire.single, tail]);
       return;
@@ -262,10 +290,11 @@ export class SubscriptionHub {
     // What was accepted goes out first, so resumeFromSeq is exactly what the client will have seen.
     this.flushPending(sub);
     sub.dropped = true;
-    sub.unsubscribe();
+    const resumeFromSeq = sub.handle!.lastSeq;
+    sub.handle!.unsubscribe();
     this.byPeer.get(sub.peer.id)?.delete(sub.sessionId);
     // One small notification, sent even over the bound: the client resubscribes from resumeFromSeq.
-    sub.peer.notify('session/lagged', { sessionId: sub.sessionId, resumeFromSeq: sub.lastSeq });
+    sub.peer.notify('session/lagged', { sessionId: sub.sessionId, resumeFromSeq });
   }
 
   private waitForCapacity(sub: Subscription): Promise<void> {

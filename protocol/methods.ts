@@ -271,6 +271,12 @@ export const SERVER_NOTIFICATIONS = {
   'session/events': obj({ sessionId: sessionId(), events: arr(sessionEventSchema) }),
   'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq() }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
+  /**
+   * What no event can carry, to the session's subscribers. `reason`: 'disk_full' (its events cannot
+   * be written, so none are published until there is space; `path` names the file), 'disk_ok' (they
+   * are again). Open: ignore an unknown reason.
+   */
+  'session/notice': obj({ sessionId: sessionId(), reason: str(), message: str(), path: opt(str()) }),
   'lease/revoked': obj({
     sessionId: sessionId(),
     reason: str(),

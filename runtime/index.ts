@@ -1,5 +1,5 @@
 // runtime/: sessions, turns, approvals, idempotency and the crash-safe per-session journal.
-export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEvents, type SubscriptionSink } from './runtime.js';
+export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEvents, type SubscriptionSink, type SubscriptionHandle } from './runtime.js';
 export type { RuntimeLogger } from './logger.js';
 export { silentLogger } from './logger.js';
 export type { Engine, EngineContext, EngineResult, ApprovalRequest } from './engine.js';
@@ -13,5 +13,7 @@ export {
   RecordKind,
   encodeRecord,
 } from './journal.js';
-export { JOURNAL_FILE, META_FILE, StoredEvent } from './session-host.js';
+export { StoredEvent } from './event-body.js';
+export { JOURNAL_FILE, META_FILE } from './session-meta.js';
+export type { FeedNotice, FeedPhase } from './subscription-feed.js';
 export { crc32 } from './crc32.js';

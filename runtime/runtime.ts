@@ -4,136 +4,40 @@
 //
 // Files: <dataDir>/sessions/<id>/journal.astra (the truth), meta.json (a summary so start-up reads no
 // journals; rebuilt from the journal when missing or stale). Leases live with the daemon (leases.json).
-import * as crypto from 'node:crypto';
+//
+// Over ~400 lines for a reason: this is the runtime's whole public surface (one method per operation
+// the daemon calls, with its contract), plus the map of sessions and their loading; each method's
+// work lives in its room (turns.ts, approvals.ts, idempotency.ts, session-host.ts and its parts).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { EventData, FinalTurnStatus, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
+import type { EventData, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
 import { AstraError, LIMITS, isAstraError } from '../protocol/index.js';
-import type { ApprovalRequest, Engine, EngineContext, EngineResult } from './engine.js';
-import { RecordKind } from './journal.js';
+import { Approvals } from './approvals.js';
+import type { ApprovalRequest, Engine } from './engine.js';
+import { defaultPackEventBody } from './event-body.js';
+import { diskFullError } from './event-log.js';
+import { IdempotencyTable, fingerprint } from './idempotency.js';
+import { newId } from './ids.js';
 import { silentLogger, type RuntimeLogger } from './logger.js';
-import {
-  JOURNAL_FILE,
-  META_FILE,
-  META_FORMAT_VERSION,
-  SessionHost,
-  sessionFromMeta,
-  type HostOptions,
-  type SessionMeta,
-  type SubscriptionSink,
-  defaultPackEventBody,
-  type EventBody,
-  type EncodedBody,
-} from './session-host.js';
+import { SessionHost, type HostOptions } from './session-host.js';
+import { pageOfSessions, type SessionRow } from './session-list.js';
+import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
 import { createShellEngine } from './shell-engine.js';
+import type { SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
+import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
+import { Turns } from './turns.js';
 
-export interface RuntimeOptions {
-  /** Sessions live in <dataDir>/sessions/<id>/. */
-  dataDir: string;
-  /** 'shell' is built in and the default engine. */
-  engines?: Record<string, Engine>;
-  defaultEngine?: string;
-  /** Default LIMITS.maxInputChars. */
-  maxInputChars?: number;
-  /** Bounded delay before streamed output is fsynced (writes happen once per tick regardless). Default 5 ms. */
-  groupCommitMs?: number;
-  /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
-  cacheBytesPerSession?: number;
-  /**
-   * While a subscriber of a session is behind (paused or replaying), the session keeps the events it
-   * still needs in memory beyond cacheBytesPerSession, so it catches up from memory rather than by
-   * reading the journal back; the surplus goes as soon as nobody needs it. This bounds the surplus
-   * of all sessions together. Default 64 MiB.
-   */
-  catchUpCacheBytes?: number;
-  /**
-   * Write large journal records (output events over 1 MiB) with direct I/O (O_DIRECT, Linux), past
-   * the page cache and off the event loop, where the file system takes it. Default true; turn it off
-   * for a disk much slower than memory, where the page cache absorbs bursts of output better.
-   */
-  journalDirectIO?: boolean;
-  logger?: RuntimeLogger;
-  now?: () => number;
-  /**
-   * How event bodies ({seq, ts, type, data}) are encoded for the journal. The daemon passes the
-   * wire's packer (ipc/), so stored bytes go out on the wire as they are. It is handed the whole
-   * event and must encode exactly those four keys, as a map in that order. The result may be a view
-   * that is valid until the next call. Default: plain MessagePack.
-   */
-  packEventBody?: (body: EventBody) => EncodedBody;
-}
-
-export interface CreateSessionParams {
-  title?: string;
-  cwd?: string;
-  engine?: string;
-  approvalPolicy?: ApprovalPolicy;
-  onControllerLost?: OnControllerLost;
-  idempotencyKey?: string;
-}
-
-export interface RuntimeEvents {
-  approvalRequested: (a: ApprovalRequest) => void;
-  turnEnded: (sessionId: string, turnId: string, status: FinalTurnStatus) => void;
-  event: (e: SessionEvent) => void;
-}
-
-export type { SubscriptionSink };
+export type { CreateSessionParams, RuntimeEvents, RuntimeOptions, SubscriptionHandle, SubscriptionSink };
 
 const SESSION_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const DEFAULT_READ_MAX_BYTES = 7 * 1024 * 1024;
-/** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */
-const BACKLOG_HIGH_WATER = 16 * 1024 * 1024;
 const DEFAULT_READ_LIMIT = 1000;
-const MAX_LIST_LIMIT = 1000;
-
-function newId(prefix: string): string {
-  // Time first so ids sort roughly by creation; random tail so they never collide.
-  return `${prefix}_${Date.now().toString(36)}${crypto.randomBytes(6).toString('hex')}`;
-}
-
-function fingerprint(value: unknown): string {
-  return crypto.createHash('sha256').update(JSON.stringify(value)).digest('base64url');
-}
-
-function readMeta(file: string): SessionMeta | undefined {
-  try {
-    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as SessionMeta;
-    if (typeof m !== 'object' || m === null || typeof m.id !== 'string' || typeof m.journalBytes !== 'number') return undefined;
-    if (m.format > META_FORMAT_VERSION) return undefined;
-    return m;
-  } catch {
-    return undefined;
-  }
-}
-
-function encodeCursor(createdAt: number, id: string): string {
-  return `c1.${Buffer.from(JSON.stringify([createdAt, id])).toString('base64url')}`;
-}
-
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  const bad = () => new AstraError('cursor_expired', 'The session list cursor is not valid; list again from the start.');
-  if (!cursor.startsWith('c1.')) throw bad();
-  try {
-    const v = JSON.parse(Buffer.from(cursor.slice(3), 'base64url').toString('utf8')) as unknown;
-    if (!Array.isArray(v) || typeof v[0] !== 'number' || typeof v[1] !== 'string') throw bad();
-    return { createdAt: v[0], id: v[1] };
-  } catch {
-    throw bad();
-  }
-}
 
 /** A session's wire view from its loaded host, else from its meta (closed sessions are idle). */
 function viewOf(e: SessionEntry): Session | undefined {
   if (e.host) return e.host.toSession();
   return e.meta ? sessionFromMeta(e.meta, e.meta.archived ? 'archived' : 'idle', e.meta.headSeq) : undefined;
-}
-
-/** Newest first: createdAt descending, then id descending. */
-function compareNewestFirst(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
-  if (a.createdAt !== b.createdAt) return b.createdAt - a.createdAt;
-  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
 interface SessionEntry {
@@ -151,13 +55,15 @@ export class Runtime {
   private readonly sessionsDir: string;
   private readonly engines: Record<string, Engine>;
   private readonly defaultEngine: string;
-  private readonly maxInputChars: number;
   private readonly logger: RuntimeLogger;
   private readonly now: () => number;
   private readonly hostOpts: HostOptions;
   private readonly sessions = new Map<string, SessionEntry>();
-  private readonly createKeys = new Map<string, { fingerprint: string; sessionId?: string; promise?: Promise<Session> }>();
+  /** session/create keys (turn/start keys live with their session: SessionState.idempotency). */
+  private readonly createKeys = new IdempotencyTable();
   private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
+  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a));
+  private readonly turns: Turns;
   private closed = false;
 
   private constructor(opts: RuntimeOptions) {
@@ -166,9 +72,16 @@ export class Runtime {
     this.defaultEngine = opts.defaultEngine ?? 'shell';
     if (!this.engines[this.defaultEngine])
       throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${Object.keys(this.engines).join(', ')}`);
-    this.maxInputChars = opts.maxInputChars ?? LIMITS.maxInputChars;
     this.logger = opts.logger ?? silentLogger;
     this.now = opts.now ?? Date.now;
+    this.turns = new Turns({
+      engines: this.engines,
+      maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
+      logger: this.logger,
+      approvals: this.approvals,
+      isClosed: () => this.closed,
+      ended: (sessionId, turnId, status) => this.emit('turnEnded', sessionId, turnId, status),
+    });
     this.hostOpts = {
       logger: this.logger,
       now: this.now,
@@ -180,6 +93,9 @@ export class Runtime {
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {
         if (this.listeners.event.length > 0) this.emit('event', e.event);
+      },
+      onBlocked: (host, err) => {
+        if (err) this.turns.diskFull(host, err);
       },
     };
   }
@@ -207,7 +123,7 @@ export class Runtime {
       const entry: SessionEntry = {};
       if (meta && meta.id === name) {
         entry.meta = meta;
-        if (meta.createKey && meta.createFingerprint) rt.createKeys.set(meta.createKey, { fingerprint: meta.createFingerprint, sessionId: name });
+        if (meta.createKey && meta.createFingerprint) rt.createKeys.remember(meta.createKey, meta.createFingerprint, { sessionId: name });
       }
       rt.sessions.set(name, entry);
       if (!entry.meta || entry.meta.journalBytes !== journalBytes) recover.push(name);
@@ -264,13 +180,12 @@ export class Runtime {
         const host = await SessionHost.load(path.join(this.sessionsDir, id), id, entry.meta, this.hostOpts);
         entry.host = host;
         entry.meta = host.meta;
-        if (host.meta.createKey && host.meta.createFingerprint)
-          this.createKeys.set(host.meta.createKey, { fingerprint: host.meta.createFingerprint, sessionId: id });
+        if (host.meta.createKey && host.meta.createFingerprint) this.createKeys.remember(host.meta.createKey, host.meta.createFingerprint, { sessionId: id });
         return host;
       } catch (e) {
-        const err = isAstraError(e)
-          ? e
-          : new AstraError('journal_corrupt', `Session ${id} could not be read: ${(e as Error).message}`, { sessionId: id });
+        const full = diskFullError(e, path.join(this.sessionsDir, id));
+        if (full) throw full; // not remembered: the next access tries again, once there may be space
+        const err = isAstraError(e) ? e : new AstraError('journal_corrupt', `Session ${id} could not be read: ${(e as Error).message}`, { sessionId: id });
         entry.error = err;
         throw err;
       } finally {
@@ -303,31 +218,13 @@ export class Runtime {
       onControllerLost: p.onControllerLost ?? 'cancel',
     } as const;
     const key = p.idempotencyKey;
-    if (key !== undefined) {
-      const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost });
-      const known = this.createKeys.get(key);
-      if (known) {
-        if (known.fingerprint !== fp)
-          throw new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
-        if (known.promise) return known.promise;
-        return (await this.load(known.sessionId!)).toSession();
-      }
-      const entry: { fingerprint: string; sessionId?: string; promise?: Promise<Session> } = { fingerprint: fp };
-      this.createKeys.set(key, entry);
-      entry.promise = this.doCreate(params, { key, fingerprint: fp }).then(
-        (s) => {
-          entry.sessionId = s.id;
-          entry.promise = undefined;
-          return s;
-        },
-        (e: unknown) => {
-          this.createKeys.delete(key);
-          throw e;
-        },
-      );
-      return entry.promise;
-    }
-    return this.doCreate(params, undefined);
+    if (key === undefined) return this.doCreate(params, undefined);
+    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost });
+    const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
+    return this.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
+      record: (s) => ({ sessionId: s.id }),
+      fromDone: async (r) => (await this.load((r as { sessionId: string }).sessionId)).toSession(),
+    });
   }
 
   private async doCreate(
@@ -350,15 +247,20 @@ export class Runtime {
       headSeq: 0,
       epoch: 0,
       journalBytes: 0,
-      ...(idem ? { createKey: idem.key, createFingerprint: idem.fingerprint } : {}),
     };
+    if (idem) {
+      meta.createKey = idem.key;
+      meta.createFingerprint = idem.fingerprint;
+    }
     const entry: SessionEntry = { meta, usedAt: now };
     this.sessions.set(id, entry);
+    const dir = path.join(this.sessionsDir, id);
     try {
-      entry.host = await SessionHost.create(path.join(this.sessionsDir, id), meta, this.hostOpts, { onControllerLost: params.onControllerLost }, idem);
+      entry.host = await SessionHost.create(dir, meta, this.hostOpts, { onControllerLost: params.onControllerLost }, idem);
     } catch (e) {
+      // SessionHost.create left nothing on disk; nothing is left here either.
       this.sessions.delete(id);
-      throw e;
+      throw diskFullError(e, dir) ?? e;
     }
     return entry.host.toSession();
   }
@@ -378,26 +280,16 @@ export class Runtime {
 
   async listSessions(p: { cursor?: string; limit?: number; includeArchived?: boolean } = {}): Promise<{ sessions: Session[]; nextCursor?: string }> {
     this.checkOpen();
-    const limit = Math.max(1, Math.min(p.limit ?? 50, MAX_LIST_LIMIT));
-    const after = p.cursor !== undefined && p.cursor !== null ? decodeCursor(p.cursor) : undefined;
-    const rows: { createdAt: number; id: string; entry: SessionEntry }[] = [];
+    const rows: SessionRow<SessionEntry>[] = [];
     for (const [id, entry] of this.sessions) {
       const meta = entry.host?.meta ?? entry.meta;
       if (!meta) continue; // unreadable session: reported by getSession, not listed
       if (meta.archived && !p.includeArchived) continue;
       rows.push({ createdAt: meta.createdAt, id, entry });
     }
-    rows.sort(compareNewestFirst);
-    let start = 0;
-    if (after) {
-      start = rows.findIndex((r) => compareNewestFirst(r, after) > 0);
-      if (start < 0) start = rows.length;
-    }
-    const page = rows.slice(start, start + limit);
-    const sessions = page.map((r) => viewOf(r.entry)!);
-    const last = page[page.length - 1];
-    const result: { sessions: Session[]; nextCursor?: string } = { sessions };
-    if (last && start + limit < rows.length) result.nextCursor = encodeCursor(last.createdAt, last.id);
+    const { page, nextCursor } = pageOfSessions(rows, p.cursor, p.limit);
+    const result: { sessions: Session[]; nextCursor?: string } = { sessions: page.map((r) => viewOf(r.entry)!) };
+    if (nextCursor !== undefined) result.nextCursor = nextCursor;
     return result;
   }
 
@@ -407,6 +299,7 @@ export class Runtime {
   ): Promise<{ session: Session; events: SessionEvent[]; headSeq: number; nextSeq?: number }> {
     const host = await this.load(id);
     const since = Math.max(0, p.sinceSeq ?? 0);
+    host.checkCursor(since);
     const limit = Math.max(1, Math.min(p.limit ?? DEFAULT_READ_LIMIT, 100_000));
     const maxBytes = Math.max(1024, p.maxBytes ?? DEFAULT_READ_MAX_BYTES);
     const headSeq = host.publishedSeq;
@@ -419,6 +312,7 @@ export class Runtime {
 
   async renameSession(id: string, title: string): Promise<Session> {
     const host = await this.load(id);
+    host.checkWritable();
     host.append('session.updated', { title });
     await host.sync();
     return host.toSession();
@@ -427,21 +321,23 @@ export class Runtime {
   /** Removes a session and its files for good; refused while a turn runs. */
   async deleteSession(id: string): Promise<void> {
     const host = await this.load(id);
-    if (host.running)
-      throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before deleting the session.`, { sessionId: id, turnId: host.running.turnId });
+    const running = host.state.running;
+    if (running) throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before deleting the session.`, { sessionId: id, turnId: running.turnId });
     const entry = this.sessions.get(id)!;
     this.sessions.delete(id);
     entry.host = undefined;
-    await host.close();
-    if (host.meta.createKey) this.createKeys.delete(host.meta.createKey);
+    // Its files go next: nothing needs saving (a full disk must not keep it either).
+    await host.close(false).catch((e: Error) => this.logger.warn({ sessionId: id, err: e.message }, 'closing a deleted session failed'));
+    if (host.meta.createKey) this.createKeys.forget(host.meta.createKey);
     fs.rmSync(path.join(this.sessionsDir, id), { recursive: true, force: true });
   }
 
   async archiveSession(id: string): Promise<Session> {
     const host = await this.load(id);
     if (host.meta.archived) return host.toSession();
-    if (host.running)
-      throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before archiving.`, { sessionId: id, turnId: host.running.turnId });
+    const running = host.state.running;
+    if (running) throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before archiving.`, { sessionId: id, turnId: running.turnId });
+    host.checkWritable();
     host.append('session.updated', { state: 'archived' });
     await host.sync();
     return host.toSession();
@@ -450,121 +346,11 @@ export class Runtime {
   // ---- turns ----
 
   async startTurn(id: string, input: { text: string }, idempotencyKey: string): Promise<{ turnId: string }> {
-    const host = await this.load(id);
-    const text = input.text;
-    if (text.length > this.maxInputChars)
-      throw new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${this.maxInputChars}. Shorten it.`, {
-        max_chars: this.maxInputChars,
-        actual_chars: text.length,
-      });
-    const fp = fingerprint({ m: 'turn/start', text });
-    const known = host.idempotency.get(idempotencyKey);
-    if (known) {
-      if (known.fingerprint !== fp)
-        throw new AstraError('idempotency_conflict', `Idempotency key ${idempotencyKey} was used with a different input.`, { idempotencyKey });
-      if (known.state === 'done') return known.result as { turnId: string };
-      return (await known.promise) as { turnId: string };
-    }
-    if (host.meta.archived) throw new AstraError('invalid_state', `Session ${id} is archived; create a new session.`, { sessionId: id });
-    if (host.running)
-      throw new AstraError('turn_in_progress', `Session ${id} already has turn ${host.running.turnId} running; cancel it or wait.`, {
-        sessionId: id,
-        turnId: host.running.turnId,
-      });
-
-    const turnId = newId('turn');
-    const abort = new AbortController();
-    host.running = { turnId, status: 'running', abort, ended: false, orphan: false };
-    host.lastTurnId = turnId;
-    const result = { turnId };
-    const entry = { fingerprint: fp, state: 'in_progress' as 'in_progress' | 'done', result: undefined as unknown, promise: undefined as Promise<unknown> | undefined };
-    host.idempotency.set(idempotencyKey, entry);
-    // The idempotency record goes last: if it survives a crash, the turn's events before it do too.
-    entry.promise = (async () => {
-      host.append('turn.started', { turnId, input: { text } });
-      host.append('message.user', { turnId, text });
-      host.appendInternal(RecordKind.idempotency, { key: idempotencyKey, fingerprint: fp, result });
-      await host.sync();
-      entry.state = 'done';
-      entry.result = result;
-      entry.promise = undefined;
-      return result;
-    })();
-    try {
-      await entry.promise;
-    } catch (e) {
-      host.idempotency.delete(idempotencyKey);
-      host.running = undefined;
-      throw e;
-    }
-    void this.runTurn(host, turnId, text, abort);
-    return result;
-  }
-
-  private async runTurn(host: SessionHost, turnId: string, text: string, abort: AbortController): Promise<void> {
-    const engine = this.engines[host.meta.engine];
-    const turn = host.running!;
-    const ctx: EngineContext = {
-      sessionId: host.id,
-      turnId,
-      cwd: host.meta.cwd,
-      input: { text },
-      approvalPolicy: host.meta.approvalPolicy,
-      signal: abort.signal,
-      emit: (type, data) => {
-        if (turn.ended || this.closed) return true;
-        try {
-          const d = data as EventData<'command.output'>;
-          const max = LIMITS.maxOutputChunkBytes;
-          if (type === 'command.output' && d.data.length > max) {
-            for (let off = 0; off < d.data.length; off += max)
-              host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
-          } else host.appendStored(type, data);
-        } catch (e) {
-          this.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
-        }
-        return host.backlogBytes < BACKLOG_HIGH_WATER;
-      },
-      drained: () => host.drained(BACKLOG_HIGH_WATER),
-      requestApproval: (req) => this.requestApproval(host, turnId, abort.signal, req),
-    };
-    let result: EngineResult;
-    try {
-      if (!engine) throw new Error(`engine '${host.meta.engine}' is not available in this daemon`);
-      result = await engine.runTurn(ctx);
-    } catch (e) {
-      result = { status: 'failed', error: (e as Error).message };
-    }
-    if (this.closed) return; // close() cancels nothing; the next open marks the turn interrupted
-    for (const a of [...host.approvals.values()]) if (a.turnId === turnId) this.dropApproval(host, a.approvalId, 'the turn ended');
-    host.finishTurnState(turnId, result.status);
-    const data: EventData<'turn.completed'> = { turnId, status: result.status };
-    if (result.exitCode !== undefined) data.exitCode = result.exitCode;
-    if (result.error !== undefined) data.error = result.error;
-    try {
-      host.append('turn.completed', data);
-      await host.sync();
-    } catch (e) {
-      this.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be made durable');
-    }
-    this.emit('turnEnded', host.id, turnId, result.status);
+    return this.turns.start(await this.load(id), input.text, idempotencyKey);
   }
 
   async cancelTurn(id: string, turnId?: string): Promise<{ turnId: string; status: TurnStatus }> {
-    const host = await this.load(id);
-    const running = host.running;
-    if (running && (turnId === undefined || turnId === running.turnId)) {
-      if (running.status === 'running') {
-        running.status = 'cancelling';
-        running.abort.abort();
-      }
-      return { turnId: running.turnId, status: running.status };
-    }
-    const target = turnId ?? host.lastTurnId;
-    const status = target !== undefined ? host.turns.get(target) : undefined;
-    if (target === undefined || status === undefined)
-      throw new AstraError('not_found', turnId ? `Session ${id} has no turn ${turnId}.` : `Session ${id} has no turn to cancel.`, { sessionId: id, turnId });
-    return { turnId: target, status };
+    return this.turns.cancel(await this.load(id), turnId);
   }
 
   /**
@@ -572,21 +358,22 @@ export class Runtime {
    * client that lost the answer has none) and with one: its result is the session as it is now.
    */
   async mutationStatus(id: string | undefined, idempotencyKey: string): Promise<{ state: 'unknown' | 'in_progress' | 'done'; result?: unknown }> {
-    const created = this.createKeys.get(idempotencyKey);
-    if (created && (id === undefined || id === created.sessionId)) {
-      if (created.promise || created.sessionId === undefined) return { state: 'in_progress' };
-      return { state: 'done', result: { session: await this.getSession(created.sessionId) } };
+    const created = this.createKeys.status(idempotencyKey);
+    if (created.state === 'in_progress' && id === undefined) return created;
+    if (created.state === 'done') {
+      const sessionId = (created.result as { sessionId: string }).sessionId;
+      if (id === undefined || id === sessionId) return { state: 'done', result: { session: await this.getSession(sessionId) } };
     }
     if (id === undefined) return { state: 'unknown' };
-    const host = await this.load(id);
-    const e = host.idempotency.get(idempotencyKey);
-    if (!e) return { state: 'unknown' };
-    return e.state === 'done' ? { state: 'done', result: e.result } : { state: 'in_progress' };
+    return (await this.load(id)).state.idempotency.status(idempotencyKey);
   }
 
   runningTurns(): { sessionId: string; turnId: string }[] {
     const out: { sessionId: string; turnId: string }[] = [];
-    for (const [id, e] of this.sessions) if (e.host?.running) out.push({ sessionId: id, turnId: e.host.running.turnId });
+    for (const [id, e] of this.sessions) {
+      const running = e.host?.state.running;
+      if (running) out.push({ sessionId: id, turnId: running.turnId });
+    }
     return out;
   }
 
@@ -628,9 +415,11 @@ export class Runtime {
   /**
    * Registers the sink, then resolves with the headSeq at that moment. The backlog (seq > sinceSeq)
    * is delivered asynchronously afterwards — never before this promise resolves — in pages, awaiting
-   * sink.waitForCapacity between pages; then sink.onReplayed(throughSeq), then live events.
+   * sink.waitForCapacity between pages; then sink.onReplayed(throughSeq), then live events. Rejects
+   * with not_found, or cursor_ahead (data.headSeq) for a sinceSeq beyond the head; nothing is then
+   * registered.
    */
-  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink): Promise<{ headSeq: number; unsubscribe(): void }> {
+  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink): Promise<SubscriptionHandle> {
     const host = await this.load(id);
     return host.subscribe(sinceSeq, sink);
   }
@@ -639,6 +428,7 @@ export class Runtime {
 
   async appendLeaseChange(id: string, data: EventData<'lease.changed'>): Promise<SessionEvent> {
     const host = await this.load(id);
+    host.checkWritable();
     const e = host.append('lease.changed', data);
     await host.sync();
     return e;
@@ -646,64 +436,12 @@ export class Runtime {
 
   // ---- approvals ----
 
-  private requestApproval(host: SessionHost, turnId: string, signal: AbortSignal, req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'> {
-    if (signal.aborted) return Promise.reject(new DOMException('The turn was cancelled.', 'AbortError'));
-    const approvalId = newId('apr');
-    return new Promise<'approve' | 'deny'>((resolve, reject) => {
-      const pending = { approvalId, turnId, command: req.command, cwd: req.cwd, ...(req.reason !== undefined ? { reason: req.reason } : {}), settle: { resolve, reject } };
-      host.approvals.set(approvalId, pending);
-      const onAbort = () => {
-        if (host.approvals.has(approvalId)) this.dropApproval(host, approvalId, 'the turn was cancelled');
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      const data: EventData<'approval.requested'> = { turnId, approvalId, command: req.command, cwd: req.cwd };
-      if (req.reason !== undefined) data.reason = req.reason;
-      host.append('approval.requested', data);
-      // Publish now so observers see the request in the stream before the host asks anyone.
-      host.flush();
-      const a: ApprovalRequest = { sessionId: host.id, approvalId, turnId, command: req.command, cwd: req.cwd };
-      if (req.reason !== undefined) a.reason = req.reason;
-      this.emit('approvalRequested', a);
-    });
-  }
-
-  private dropApproval(host: SessionHost, approvalId: string, reason: string): void {
-    const a = host.approvals.get(approvalId);
-    if (!a) return;
-    host.approvals.delete(approvalId);
-    try {
-      host.append('approval.resolved', { turnId: a.turnId, approvalId, decision: 'deny', reason });
-    } catch {
-      // Closed runtime: the next open resolves it as interrupted.
-    }
-    a.settle?.reject(new DOMException(`Approval withdrawn: ${reason}.`, 'AbortError'));
-  }
-
   pendingApprovals(id: string): ApprovalRequest[] {
-    const host = this.sessions.get(id)?.host;
-    if (!host) return [];
-    return [...host.approvals.values()].map((a) => {
-      const r: ApprovalRequest = { sessionId: id, approvalId: a.approvalId, turnId: a.turnId, command: a.command, cwd: a.cwd };
-      if (a.reason !== undefined) r.reason = a.reason;
-      return r;
-    });
+    return this.approvals.pending(this.sessions.get(id)?.host);
   }
 
   async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }): Promise<void> {
-    const host = await this.load(id);
-    const a = host.approvals.get(approvalId);
-    if (!a) throw new AstraError('not_found', `Session ${id} has no pending approval ${approvalId}.`, { sessionId: id, approvalId });
-    host.approvals.delete(approvalId);
-    const data: EventData<'approval.resolved'> = { turnId: a.turnId, approvalId, decision };
-    if (by) {
-      const b: { clientName?: string; connectionId?: string } = {};
-      if (by.clientName !== undefined) b.clientName = by.clientName;
-      if (by.connectionId !== undefined) b.connectionId = by.connectionId;
-      data.by = b;
-    }
-    host.append('approval.resolved', data);
-    await host.sync();
-    a.settle?.resolve(decision);
+    return this.approvals.resolve(await this.load(id), approvalId, decision, by);
   }
 
   // ---- shutdown ----

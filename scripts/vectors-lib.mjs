@@ -285,6 +285,10 @@ export function buildVectors(p, ipc) {
   // ---- notifications ----
   add('notification-session-replayed', '', D2C, 'notification', { method: 'session/replayed', params: { sessionId: SESSION_ID, throughSeq: 1 } }, { method: 'session/replayed' });
   add('notification-session-lagged', '', D2C, 'notification', { method: 'session/lagged', params: { sessionId: SESSION_ID, resumeFromSeq: 120 } }, { method: 'session/lagged' });
+  add('notification-session-notice', 'What no event can carry: here, the session\'s disk is full.', D2C, 'notification', {
+    method: 'session/notice',
+    params: { sessionId: SESSION_ID, reason: 'disk_full', message: `The disk holding /home/ada/.astra/data/sessions/${SESSION_ID}/journal.astra is full; free some space there.`, path: `/home/ada/.astra/data/sessions/${SESSION_ID}/journal.astra` },
+  }, { method: 'session/notice' });
   add('notification-session-events', 'Several events in one frame; sent only to a client that set capabilities.batchEvents.', D2C, 'notification', {
     method: 'session/events',
     params: {

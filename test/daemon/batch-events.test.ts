@@ -1,6 +1,10 @@
 // session/events (batched events) is opt-in per connection: capabilities.batchEvents.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { AstraClient } from '../../client/index.js';
 import { Connection } from '../../ipc/index.js';
 import { LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
 import { readRecord, resolvePaths } from '../../discovery/index.js';
@@ -20,7 +24,7 @@ interface Note {
 }
 
 /** A bare ipc Connection that does its own handshake, recording every notification. */
-async function rawClient(env: NodeJS.ProcessEnv, name: string, batchEvents: boolean | undefined): Promise<{ conn: Connection; notes: Note[] }> {
+async function rawClient(env: NodeJS.ProcessEnv, name: string, batchEvents: boolean | undefined, optOut?: string[]): Promise<{ conn: Connection; notes: Note[] }> {
   const record = readRecord(resolvePaths(env).recordPath)!;
   const socket = net.connect(record.endpoint);
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
@@ -28,7 +32,7 @@ async function rawClient(env: NodeJS.ProcessEnv, name: string, batchEvents: bool
   const notes: Note[] = [];
   conn.onNotification((method, params) => notes.push({ method, params: params as Note['params'] }));
   const params: Record<string, unknown> = { protocolVersion: PROTOCOL_VERSION, token: record.token, clientInfo: { name, version: '1' } };
-  if (batchEvents !== undefined) params.capabilities = { batchEvents };
+  if (batchEvents !== undefined || optOut) params.capabilities = { ...(batchEvents !== undefined ? { batchEvents } : {}), ...(optOut ? { optOutNotificationMethods: optOut } : {}) };
   await conn.request('initialize', params);
   conn.notify('initialized', {});
   return { conn, notes };
@@ -174,6 +178,126 @@ describe('a large output inside a batch', () => {
       }
     } finally {
       await daemon.stop('shutdown');
+      await cleanupHome(home);
+    }
+  });
+});
+
+describe('opting out of notifications, and refused subscriptions', () => {
+  it('honours optOutNotificationMethods for session/event in both forms, and session/events alone means one event per frame', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const mutedPlain = await rawClient(t.env, 'muted-plain', false, ['session/event']);
+    const mutedBatching = await rawClient(t.env, 'muted-batching', true, ['session/event']);
+    const noBatches = await rawClient(t.env, 'no-batches', true, ['session/events']);
+    const witness = await rawClient(t.env, 'witness', true);
+    const all = [mutedPlain, mutedBatching, noBatches, witness];
+    try {
+      const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+      await client.acquireController(session.id);
+      await witness.conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 0 });
+      await client.turn.start({ sessionId: session.id, input: { text: 'count=5000 size=200' } });
+      const done = (c: { notes: Note[] }) => received(c.notes).some((e) => e.type === 'turn.completed');
+      await waitFor('the first turn to end', () => done(witness), 30_000);
+      // Backlog (the first turn) and live events (the second).
+      for (const c of [mutedPlain, mutedBatching, noBatches]) await c.conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 0 });
+      await client.turn.start({ sessionId: session.id, input: { text: 'count=5000 size=200' } });
+      await waitFor('the unmuted connections to see both turns end', () => {
+        const ends = (c: { notes: Note[] }) => received(c.notes).filter((e) => e.type === 'turn.completed').length;
+        return ends(witness) === 2 && ends(noBatches) === 2;
+      }, 30_000);
+      const head = received(witness.notes).at(-1)!.seq;
+      expect(received(noBatches.notes).map((e) => e.seq)).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+      expect(noBatches.notes.some((n) => n.method === 'session/events')).toBe(false);
+      for (const c of [mutedPlain, mutedBatching]) {
+        expect(done(c)).toBe(false);
+        expect(received(c.notes)).toEqual([]);
+        // The subscription itself runs: its backlog is announced as complete.
+        expect(c.notes.some((n) => n.method === 'session/replayed')).toBe(true);
+      }
+    } finally {
+      for (const c of all) c.conn.close();
+    }
+  });
+
+  it('a refused session/subscribe (not_found, cursor_ahead with the head) leaves nothing behind: 300 of them still allow a real one', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const raw = await rawClient(t.env, 'refused', false);
+    try {
+      const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+      for (let i = 0; i < 150; i++) {
+        const err = await raw.conn.request('session/subscribe', { sessionId: `ses_missing${i}` }).catch((e: unknown) => e);
+        expect((err as { reason?: string }).reason).toBe('not_found');
+      }
+      for (let i = 0; i < 150; i++) {
+        const err = await raw.conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 1000 + i }).catch((e: unknown) => e);
+        expect(err).toMatchObject({ reason: 'cursor_ahead', data: { headSeq: 1 } });
+      }
+      const st = (await raw.conn.request('daemon/status', {})) as { connections: { clientName: string; subscriptions: string[] }[] };
+      expect(st.connections.find((c) => c.clientName === 'refused')!.subscriptions).toEqual([]);
+      const ok = (await raw.conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 0 })) as { headSeq: number };
+      expect(ok.headSeq).toBe(1);
+      await waitFor('the backlog', () => received(raw.notes).some((e) => e.type === 'session.created'), 10_000);
+      // session/read refuses the same cursor the same way.
+      const err = await raw.conn.request('session/read', { sessionId: session.id, sinceSeq: 5 }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ reason: 'cursor_ahead', data: { headSeq: 1 } });
+    } finally {
+      raw.conn.close();
+    }
+  });
+});
+
+describe('a full disk under the data directory', () => {
+  it('ends the turn failed, sends subscribers session/notice naming the journal, answers disk_full, and the daemon stays up', async (ctx) => {
+    const home = makeHome('ad');
+    const data = path.join(home, 'data');
+    fs.mkdirSync(data, { mode: 0o700 });
+    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4194304', 'tmpfs', data], { encoding: 'utf8' });
+    if (mount.status !== 0) {
+      fs.rmSync(home, { recursive: true, force: true });
+      console.warn(`skipped: cannot mount a tmpfs to fill (${(mount.stderr || 'mount failed').trim()}); run as root to test a full disk`);
+      ctx.skip();
+      return;
+    }
+    const env = envFor(home, { ASTRA_IDLE_TIMEOUT_MS: '20000' });
+    let client: AstraClient | undefined;
+    let raw: { conn: Connection; notes: Note[] } | undefined;
+    try {
+      client = await AstraClient.connect({ clientName: 'test', env });
+      raw = await rawClient(env, 'watcher', true);
+      const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+      const lease = await client.acquireController(session.id);
+      await raw.conn.request('session/subscribe', { sessionId: session.id });
+      await client.turn.start({ sessionId: session.id, input: { text: 'count=100000000 size=200' } });
+      await waitFor('the stream to start', () => received(raw!.notes).some((e) => e.type === 'command.output'), 10_000);
+      // Fill what is left of the 4 MiB (the filler is never larger than the tmpfs).
+      const fd = fs.openSync(path.join(data, 'filler'), 'w');
+      try {
+        for (let i = 0; i < 64; i++) fs.writeSync(fd, Buffer.alloc(64 * 1024, 1));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
+      } finally {
+        fs.closeSync(fd);
+      }
+      const notice = (await waitFor('a session/notice', () => raw!.notes.find((n) => n.method === 'session/notice'), 20_000)) as unknown as {
+        params: { sessionId: string; reason: string; path?: string };
+      };
+      expect(notice.params).toMatchObject({ sessionId: session.id, reason: 'disk_full' });
+      expect(notice.params.path).toContain(session.id);
+      await waitFor('the turn to end', async () => (await client!.session.list({})).sessions.find((x) => x.id === session.id)?.state === 'idle', 20_000);
+      const rename = await client.session.rename({ sessionId: session.id, epoch: lease.epoch, title: 'x' }).catch((e: unknown) => e);
+      expect(rename).toMatchObject({ reason: 'disk_full' });
+      const before = fs.readdirSync(path.join(data, 'sessions'));
+      const create = await client.session.create({ engine: 'synthetic' }).catch((e: unknown) => e);
+      expect(create).toMatchObject({ reason: 'disk_full' });
+      expect(fs.readdirSync(path.join(data, 'sessions'))).toEqual(before);
+      // Still up and answering.
+      expect(((await raw.conn.request('daemon/status', {})) as { pid: number }).pid).toBeGreaterThan(0);
+    } finally {
+      raw?.conn.close();
+      await client?.close().catch(() => undefined);
+      spawnSync('umount', ['-l', data]);
       await cleanupHome(home);
     }
   });

@@ -340,8 +340,13 @@ describe('runtime', () => {
     await waitFor(() => seen.length === 5, 'five live events');
     expect(seen.map((e) => e.type)).toEqual(['turn.started', 'message.user', 'message.delta', 'message.delta', 'turn.completed']);
     sub.unsubscribe();
+    // A second subscriber is offered each event in the same pass as the first would be: once it has
+    // the rename, the first would have had it too.
+    const witness: SessionEvent[] = [];
+    const w = await rt.subscribe(s.id, 6, { onEvent: (e) => void witness.push(e) });
     await rt.renameSession(s.id, 'z');
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => witness.some((e) => e.type === 'session.updated'), 'the rename, seen by the second subscriber');
+    w.unsubscribe();
     expect(seen.length).toBe(5);
     await rt.close();
   });

@@ -1,0 +1,57 @@
+// What an embedder passes to Runtime.open, and what it may listen to.
+import type { ApprovalPolicy, FinalTurnStatus, OnControllerLost, SessionEvent } from '../protocol/index.js';
+import type { ApprovalRequest, Engine } from './engine.js';
+import type { EncodedBody, EventBody } from './event-body.js';
+import type { RuntimeLogger } from './logger.js';
+
+export interface RuntimeOptions {
+  /** Sessions live in <dataDir>/sessions/<id>/. */
+  dataDir: string;
+  /** 'shell' is built in and the default engine. */
+  engines?: Record<string, Engine>;
+  defaultEngine?: string;
+  /** Default LIMITS.maxInputChars. */
+  maxInputChars?: number;
+  /** Bounded delay before streamed output is fsynced (writes happen once per tick regardless). Default 5 ms. */
+  groupCommitMs?: number;
+  /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
+  cacheBytesPerSession?: number;
+  /**
+   * While a subscriber of a session is behind (paused or replaying), the session keeps the events it
+   * still needs in memory beyond cacheBytesPerSession, so it catches up from memory rather than by
+   * reading the journal back; the surplus goes as soon as nobody needs it. This bounds the surplus
+   * of all sessions together. Default 64 MiB.
+   */
+  catchUpCacheBytes?: number;
+  /**
+   * Write large journal records (output events over 1 MiB) with direct I/O (O_DIRECT, Linux), past
+   * the page cache and off the event loop, where the file system takes it. Default true; turn it off
+   * for a disk much slower than memory, where the page cache absorbs bursts of output better.
+   */
+  journalDirectIO?: boolean;
+  logger?: RuntimeLogger;
+  now?: () => number;
+  /**
+   * How event bodies ({seq, ts, type, data}) are encoded for the journal. The daemon passes the
+   * wire's packer (ipc/), so stored bytes go out on the wire as they are. It is handed the whole
+   * event and must encode exactly those four keys, as a map in that order. The result may be a view
+   * that is valid until the next call. Default: plain MessagePack.
+   */
+  packEventBody?: (body: EventBody) => EncodedBody;
+}
+
+export interface CreateSessionParams {
+  title?: string;
+  cwd?: string;
+  engine?: string;
+  approvalPolicy?: ApprovalPolicy;
+  onControllerLost?: OnControllerLost;
+  idempotencyKey?: string;
+}
+
+export interface RuntimeEvents {
+  approvalRequested: (a: ApprovalRequest) => void;
+  turnEnded: (sessionId: string, turnId: string, status: FinalTurnStatus) => void;
+  /** Every event as it is published (after its journal write), for embedders; the daemon does not listen. */
+  event: (e: SessionEvent) => void;
+}

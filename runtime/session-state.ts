@@ -1,0 +1,130 @@
+// SessionState: what a session's events add up to — the meta's fields, the running turn, finished
+// turns, pending approvals, idempotency entries. Its one writer is applyEvent (and applyRecord for
+// the journal's internal records), called for every event as it is appended AND as it is replayed,
+// so live and restarted sessions cannot disagree. Turn and approval code append events; they never
+// set this state themselves.
+import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
+import type { ApprovalRequest } from './engine.js';
+import { RecordKind } from './journal.js';
+import { IdempotencyTable } from './idempotency.js';
+import type { SessionMeta } from './session-meta.js';
+
+export interface RunningTurn {
+  readonly turnId: string;
+  status: 'running' | 'cancelling';
+  /** Aborted on cancel; a turn replayed from the journal has no engine listening to it. */
+  readonly abort: AbortController;
+  /** turn.completed was appended: the engine's later emits are ignored. */
+  ended: boolean;
+  /** Why the runtime stopped it (a full disk): it then ends 'failed' with this error. */
+  failure?: string;
+}
+
+export class SessionState {
+  private runningTurn: RunningTurn | undefined;
+  private lastTurn: string | undefined;
+  private readonly turns = new Map<string, FinalTurnStatus>();
+  /** Pending approvals, in the shape the daemon is handed (engine.ts ApprovalRequest). */
+  readonly approvals = new Map<string, ApprovalRequest>();
+  /** turn/start keys (and, read back from the journal, the key that created the session). */
+  readonly idempotency = new IdempotencyTable();
+  /** Commands started by the running turn and not yet completed: pid → start ts (killed if the turn is found interrupted). */
+  readonly openCommands = new Map<number, number>();
+
+  constructor(readonly meta: SessionMeta) {}
+
+  /** The turn running now (turn.started without its turn.completed). */
+  get running(): RunningTurn | undefined {
+    return this.runningTurn;
+  }
+
+  get lastTurnId(): string | undefined {
+    return this.lastTurn;
+  }
+
+  /** What an event changes in the session (the default: only updatedAt). */
+  applyEvent(e: SessionEvent): void {
+    const m = this.meta;
+    m.updatedAt = Math.max(m.updatedAt, e.ts);
+    switch (e.type) {
+      case 'session.created':
+        m.title = e.data.title;
+        m.cwd = e.data.cwd;
+        m.engine = e.data.engine;
+        m.approvalPolicy = e.data.approvalPolicy;
+        m.createdAt = e.ts;
+        break;
+      case 'session.updated':
+        if (e.data.title !== undefined && e.data.title !== null) m.title = e.data.title;
+        if (e.data.state === 'archived') m.archived = true;
+        break;
+      case 'lease.changed':
+        m.epoch = Math.max(m.epoch, e.data.epoch);
+        break;
+      case 'turn.started':
+        this.lastTurn = e.data.turnId;
+        if (this.runningTurn?.turnId !== e.data.turnId) this.runningTurn = { turnId: e.data.turnId, status: 'running', abort: new AbortController(), ended: false };
+        break;
+      case 'approval.requested': {
+        const a: ApprovalRequest = { sessionId: m.id, approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd };
+        if (e.data.reason !== undefined && e.data.reason !== null) a.reason = e.data.reason;
+        this.approvals.set(a.approvalId, a);
+        break;
+      }
+      case 'approval.resolved':
+        this.approvals.delete(e.data.approvalId);
+        break;
+      case 'turn.completed':
+        this.endTurn(e.data.turnId, e.data.status);
+        break;
+      case 'command.started':
+        if (e.data.pid !== undefined && e.data.pid !== null) this.openCommands.set(e.data.pid, e.ts);
+        break;
+      case 'command.completed':
+        this.openCommands.clear();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** What the fold of a streamed-output event (command.output, message.delta) amounts to, without building the event. */
+  touch(ts: number): void {
+    if (ts > this.meta.updatedAt) this.meta.updatedAt = ts;
+  }
+
+  /** An internal journal record (decoded); false when it is not well formed. */
+  applyRecord(kind: number, value: unknown): boolean {
+    if (kind === RecordKind.idempotency) {
+      const r = value as { key?: unknown; fingerprint?: unknown; result?: unknown };
+      if (typeof r?.key !== 'string' || typeof r.fingerprint !== 'string') return false;
+      this.idempotency.remember(r.key, r.fingerprint, r.result);
+      if (typeof (r.result as { sessionId?: unknown })?.sessionId === 'string') {
+        this.meta.createKey = r.key;
+        this.meta.createFingerprint = r.fingerprint;
+      }
+    } else if (kind === RecordKind.settings) {
+      const s = value as { onControllerLost?: unknown };
+      if (s?.onControllerLost === 'cancel' || s?.onControllerLost === 'continue') this.meta.onControllerLost = s.onControllerLost;
+    }
+    // Unknown kinds inside a supported format are skipped: they carry nothing this build needs.
+    return true;
+  }
+
+  /**
+   * What turn.completed folds to. Called directly only when that event could not even be queued
+   * (the journal failed): the turn is over either way, and the session must not stay 'running'.
+   */
+  endTurn(turnId: string, status: FinalTurnStatus): void {
+    this.turns.set(turnId, status);
+    if (this.runningTurn?.turnId === turnId) {
+      this.runningTurn.ended = true;
+      this.runningTurn = undefined;
+    }
+    this.openCommands.clear();
+  }
+
+  get finishedTurns(): ReadonlyMap<string, FinalTurnStatus> {
+    return this.turns;
+  }
+}

@@ -1,0 +1,220 @@
+// SubscriptionFeed: one subscriber of one session, and the one owner of where it stands — its
+// `phase` and `lastSeq`. It replays the backlog page by page (from the session's in-memory tail, or
+// the journal), switches to live at a moment when the subscriber has seen everything published (no
+// gap, no duplicate), and when the sink refuses a live event it pauses, waits for capacity, replays
+// from memory or the journal, and goes live again. Nothing is queued per subscriber meanwhile.
+import type { SessionEvent } from '../protocol/index.js';
+import type { StoredEvent } from './event-body.js';
+import type { RuntimeLogger } from './logger.js';
+
+/** 'replaying': the first backlog; 'live': fed as events are published; 'paused': refused one, re-fed from the backlog until caught up. */
+export type FeedPhase = 'replaying' | 'live' | 'paused';
+
+/** Something a subscriber is told that is not an event (no event could carry it). */
+export interface FeedNotice {
+  sessionId: string;
+  /** 'disk_full': the session's events cannot be written, so none are published until there is space; 'disk_ok': they are again. */
+  reason: 'disk_full' | 'disk_ok';
+  message: string;
+  path?: string;
+}
+
+export interface SubscriptionSink {
+  /**
+   * Returning false refuses the event (the sink is full): the subscription pauses, and once
+   * waitForCapacity resolves it is fed again from this event on, from memory or the journal, then
+   * switched back to live without a gap. Nothing is queued per subscriber meanwhile.
+   */
+  onEvent?(e: SessionEvent): boolean | void;
+  /**
+   * Instead of onEvent (a sink has one of the two; same contract): the event as stored, with its
+   * encoded body; an event read back from the journal is then never decoded unless the sink asks.
+   */
+  onStored?(e: StoredEvent): boolean | void;
+  waitForCapacity?(): Promise<void>;
+  /** Called once the backlog has been delivered; live events follow. Not called again after a pause. */
+  onReplayed?(throughSeq: number): void;
+  /** A published event a paused subscription did not get live (it will be replayed); `bytes` is its encoded size. */
+  onSkipped?(seq: number, bytes: number): void;
+  /** See FeedNotice. */
+  onNotice?(n: FeedNotice): void;
+}
+
+/** A subscriber's side of its feed: where it stands (the feed is the one owner of both), and the way out. */
+export interface SubscriptionHandle {
+  /** The session's head when the subscription was made. */
+  readonly headSeq: number;
+  readonly phase: FeedPhase;
+  /** The last seq the sink took. */
+  readonly lastSeq: number;
+  unsubscribe(): void;
+}
+
+/** What a feed reads from: its session. */
+export interface FeedSource {
+  readonly id: string;
+  readonly logger: RuntimeLogger;
+  readonly publishedSeq: number;
+  readonly isClosed: boolean;
+  readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<StoredEvent[]>;
+  /** The feed moved or stopped needing old events: the tail may evict them. */
+  trimTail(): void;
+  drop(feed: SubscriptionFeed): void;
+}
+
+/** A subscriber waiting for capacity this long holds no events in the catch-up cache (see waitForCapacity). */
+const CATCHUP_STALL_MS = 200;
+const SUBSCRIBE_PAGE_EVENTS = 2000;
+const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
+
+export class SubscriptionFeed {
+  phase: FeedPhase = 'replaying';
+  /** The last seq the sink took. */
+  lastSeq: number;
+  closed = false;
+  /** Waiting for capacity for longer than CATCHUP_STALL_MS: it holds nothing in the catch-up cache. */
+  stalled = false;
+
+  constructor(
+    private readonly source: FeedSource,
+    readonly sink: SubscriptionSink,
+    sinceSeq: number,
+  ) {
+    this.lastSeq = sinceSeq;
+  }
+
+  /** The oldest seq this feed still needs kept in memory (Infinity when it needs none). */
+  get neededSeq(): number {
+    return this.phase === 'live' || this.closed || this.stalled ? Infinity : this.lastSeq + 1;
+  }
+
+  start(): void {
+    setImmediate(() => this.startReplay(false));
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  /** A newly published event. */
+  offer(e: StoredEvent): void {
+    if (this.closed) return;
+    if (this.phase !== 'live') {
+      if (this.phase === 'paused' && this.sink.onSkipped) this.sink.onSkipped(e.seq, e.bodyLength);
+      return;
+    }
+    if (e.seq <= this.lastSeq) return;
+    if (this.deliver(e) || this.closed) return;
+    this.phase = 'paused';
+    this.startReplay(true);
+  }
+
+  notice(n: FeedNotice): void {
+    if (this.closed || !this.sink.onNotice) return;
+    try {
+      this.sink.onNotice(n);
+    } catch (err) {
+      this.source.logger.error({ sessionId: this.source.id, err: (err as Error).message }, 'subscriber threw on a notice');
+    }
+  }
+
+  private startReplay(waitFirst: boolean): void {
+    this.replay(waitFirst).catch((err: Error) => {
+      if (this.source.isClosed) return; // the runtime closed under a replay: nothing to report
+      this.source.logger.error({ sessionId: this.source.id, err: err.message }, 'subscription replay failed; subscriber dropped');
+      this.closed = true;
+      this.source.drop(this);
+    });
+  }
+
+  /**
+   * Feeds the backlog page by page, pausing for capacity, then switches to live (announcing it
+   * once). The page after the current one is read while the sink drains, so a subscriber catching
+   * up from the journal does not wait for the disk between pages. Seqs may have gaps (a range lost
+   * to journal damage): a page's next event is simply the first one past lastSeq.
+   */
+  private async replay(waitFirst: boolean): Promise<void> {
+    const src = this.source;
+    if (waitFirst) await this.waitForCapacity();
+    let page: StoredEvent[] = [];
+    let at = 0;
+    /** The seq page[0] was read after: the page holds every event past it, up to its last. */
+    let pageAfter = -1;
+    let ahead: Promise<StoredEvent[]> | undefined;
+    let aheadAfter = -1;
+    const readPage = (afterSeq: number): Promise<StoredEvent[]> => src.readPublished(afterSeq, SUBSCRIBE_PAGE_EVENTS, SUBSCRIBE_PAGE_BYTES);
+    /** Skips what the subscriber has; true when page[at] is the very next event it needs. */
+    const positioned = (): boolean => {
+      while (at < page.length && page[at]!.seq <= this.lastSeq) at++;
+      return at < page.length && pageAfter <= this.lastSeq;
+    };
+    for (;;) {
+      if (this.closed || src.isClosed) return;
+      if (this.lastSeq >= src.publishedSeq) {
+        const announce = this.phase === 'replaying';
+        this.phase = 'live';
+        // What was kept in memory for it may go now.
+        src.trimTail();
+        // A resume after a pause is silent: the subscriber's stream simply goes on.
+        if (announce) this.sink.onReplayed?.(this.lastSeq);
+        return;
+      }
+      if (!positioned()) {
+        const next = ahead;
+        ahead = undefined;
+        page = next ? await next : [];
+        pageAfter = next ? aheadAfter : Infinity;
+        at = 0;
+        if (!positioned()) {
+          pageAfter = this.lastSeq;
+          page = await readPage(this.lastSeq);
+          at = 0;
+        }
+        if (this.closed || src.isClosed) return;
+      }
+      while (at < page.length && this.deliver(page[at]!)) at++;
+      if (this.closed) return;
+      if (!ahead && page.length > 0 && page[page.length - 1]!.seq < src.publishedSeq) {
+        aheadAfter = page[page.length - 1]!.seq;
+        ahead = readPage(aheadAfter);
+        // Awaited later (or dropped with the subscription): a failure surfaces there, not as unhandled.
+        ahead.catch(() => {});
+      }
+      await this.waitForCapacity();
+    }
+  }
+
+  /**
+   * Waits until the sink can take more. One that takes nothing for CATCHUP_STALL_MS (a stopped or
+   * hung reader) stops holding events in the catch-up cache until it moves again.
+   */
+  private async waitForCapacity(): Promise<void> {
+    if (!this.sink.waitForCapacity) return;
+    const timer = setTimeout(() => {
+      this.stalled = true;
+      this.source.trimTail();
+    }, CATCHUP_STALL_MS);
+    timer.unref();
+    try {
+      await this.sink.waitForCapacity();
+    } finally {
+      clearTimeout(timer);
+      this.stalled = false;
+    }
+  }
+
+  /** True when the sink took the event (lastSeq advances); false when it refused it or threw. */
+  private deliver(e: StoredEvent): boolean {
+    try {
+      const sink = this.sink;
+      if ((sink.onStored ? sink.onStored(e) : sink.onEvent!(e.event)) === false) return false;
+    } catch (err) {
+      this.source.logger.error({ sessionId: this.source.id, err: (err as Error).message }, 'subscriber threw; unsubscribing it');
+      this.closed = true;
+      this.source.drop(this);
+      return false;
+    }
+    this.lastSeq = e.seq;
+    return true;
+  }
+}

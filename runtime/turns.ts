@@ -1,0 +1,154 @@
+// Turns: start (keyed, durable before it is acknowledged), run (the engine and its context, output
+// chunking, backpressure), cancel, and the end of a turn the disk cannot take any more. The running
+// turn itself is session state: turn.started and turn.completed set and clear it (session-state.ts).
+import type { EventData, FinalTurnStatus, TurnStatus } from '../protocol/index.js';
+import { AstraError, LIMITS } from '../protocol/index.js';
+import type { Approvals } from './approvals.js';
+import type { Engine, EngineContext, EngineResult } from './engine.js';
+import { fingerprint } from './idempotency.js';
+import { newId } from './ids.js';
+import { RecordKind } from './journal.js';
+import type { RuntimeLogger } from './logger.js';
+import type { SessionHost } from './session-host.js';
+import type { RunningTurn } from './session-state.js';
+
+/** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */
+const BACKLOG_HIGH_WATER = 16 * 1024 * 1024;
+
+export interface TurnDeps {
+  engines: Record<string, Engine>;
+  maxInputChars: number;
+  logger: RuntimeLogger;
+  approvals: Approvals;
+  isClosed(): boolean;
+  ended(sessionId: string, turnId: string, status: FinalTurnStatus): void;
+}
+
+export class Turns {
+  constructor(private readonly d: TurnDeps) {}
+
+  start(host: SessionHost, text: string, idempotencyKey: string): Promise<{ turnId: string }> {
+    const max = this.d.maxInputChars;
+    if (text.length > max)
+      return Promise.reject(
+        new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { max_chars: max, actual_chars: text.length }),
+      );
+    const fp = fingerprint({ m: 'turn/start', text });
+    const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${idempotencyKey} was used with a different input.`, { idempotencyKey });
+    return host.state.idempotency.run(idempotencyKey, fp, conflict, async () => {
+      const id = host.id;
+      if (host.meta.archived) throw new AstraError('invalid_state', `Session ${id} is archived; create a new session.`, { sessionId: id });
+      const busy = host.state.running;
+      if (busy) throw new AstraError('turn_in_progress', `Session ${id} already has turn ${busy.turnId} running; cancel it or wait.`, { sessionId: id, turnId: busy.turnId });
+      host.checkWritable();
+      const turnId = newId('turn');
+      const result = { turnId };
+      host.append('turn.started', { turnId, input: { text } });
+      const running = host.state.running!;
+      host.append('message.user', { turnId, text });
+      // The idempotency record goes last: if it survives a crash, the turn's events before it do too.
+      host.appendInternal(RecordKind.idempotency, { key: idempotencyKey, fingerprint: fp, result });
+      try {
+        await host.sync();
+      } catch (e) {
+        this.endUnrun(host, running, (e as Error).message);
+        throw e;
+      }
+      void this.run(host, running, text);
+      return result;
+    });
+  }
+
+  /** A turn that started but could not be made durable never runs: it ends failed. */
+  private endUnrun(host: SessionHost, turn: RunningTurn, why: string): void {
+    try {
+      host.append('turn.completed', { turnId: turn.turnId, status: 'failed', error: `the turn could not be recorded: ${why}` });
+    } catch {
+      host.state.endTurn(turn.turnId, 'failed');
+    }
+  }
+
+  private async run(host: SessionHost, turn: RunningTurn, text: string): Promise<void> {
+    const turnId = turn.turnId;
+    const engine = this.d.engines[host.meta.engine];
+    const signal = turn.abort.signal;
+    const ctx: EngineContext = {
+      sessionId: host.id,
+      turnId,
+      cwd: host.meta.cwd,
+      input: { text },
+      approvalPolicy: host.meta.approvalPolicy,
+      signal,
+      emit: (type, data) => {
+        if (turn.ended || this.d.isClosed()) return true;
+        // A full disk: the turn is being stopped (diskFull), and its output has nowhere to go.
+        if (host.blocked) return false;
+        try {
+          const d = data as EventData<'command.output'>;
+          const max = LIMITS.maxOutputChunkBytes;
+          if (type === 'command.output' && d.data.length > max) {
+            for (let off = 0; off < d.data.length; off += max) host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
+          } else host.appendStored(type, data);
+        } catch (e) {
+          this.d.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
+        }
+        return host.backlogBytes < BACKLOG_HIGH_WATER;
+      },
+      drained: () => host.drained(BACKLOG_HIGH_WATER),
+      requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req),
+    };
+    let result: EngineResult;
+    try {
+      if (!engine) throw new Error(`engine '${host.meta.engine}' is not available in this daemon`);
+      result = await engine.runTurn(ctx);
+    } catch (e) {
+      result = { status: 'failed', error: (e as Error).message };
+    }
+    if (this.d.isClosed()) return; // close() cancels nothing; the next open marks the turn interrupted
+    this.d.approvals.withdrawTurn(host, turnId, 'the turn ended');
+    if (turn.failure !== undefined) result = { status: 'failed', error: turn.failure };
+    const data: EventData<'turn.completed'> = { turnId, status: result.status };
+    if (result.exitCode !== undefined) data.exitCode = result.exitCode;
+    if (result.error !== undefined) data.error = result.error;
+    try {
+      if (turn.failure !== undefined) host.append('error', { reason: 'disk_full', message: turn.failure, turnId });
+      host.append('turn.completed', data);
+    } catch (e) {
+      this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be appended');
+      host.state.endTurn(turnId, result.status);
+    }
+    try {
+      await host.sync();
+    } catch (e) {
+      this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be made durable');
+    }
+    this.d.ended(host.id, turnId, result.status);
+  }
+
+  cancel(host: SessionHost, turnId?: string): { turnId: string; status: TurnStatus } {
+    const running = host.state.running;
+    if (running && (turnId === undefined || turnId === running.turnId)) {
+      if (running.status === 'running') {
+        running.status = 'cancelling';
+        running.abort.abort();
+      }
+      return { turnId: running.turnId, status: running.status };
+    }
+    const target = turnId ?? host.state.lastTurnId;
+    const status = target !== undefined ? host.state.finishedTurns.get(target) : undefined;
+    if (target === undefined || status === undefined)
+      throw new AstraError('not_found', turnId ? `Session ${host.id} has no turn ${turnId}.` : `Session ${host.id} has no turn to cancel.`, { sessionId: host.id, turnId });
+    return { turnId: target, status };
+  }
+
+  /** The session's disk is full: its running turn is stopped, and ends 'failed' with an error event naming the cause. */
+  diskFull(host: SessionHost, err: AstraError): void {
+    const running = host.state.running;
+    if (!running || running.failure !== undefined) return;
+    running.failure = err.message;
+    if (running.status === 'running') {
+      running.status = 'cancelling';
+      running.abort.abort();
+    }
+  }
+}

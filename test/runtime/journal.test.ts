@@ -62,15 +62,18 @@ describe('session journal', () => {
     const logger = recordingLogger();
     const rt = await Runtime.open({ dataDir, logger });
     const r = await rt.readSession(id, {});
-    // 1 created + 3 × (started, user, completed) = 10 events; the last turn.completed was torn, so
-    // the third turn looks as if the daemon died while it ran: it comes back 'interrupted'.
-    expect(r.events.map((e) => e.seq)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
-    expect(r.events[9]).toMatchObject({ type: 'turn.completed', data: { status: 'interrupted' } });
+    // 1 created + 3 × (started, user, completed) = 10 events; the last turn.completed (seq 10) was
+    // torn, so the third turn looks as if the daemon died while it ran: it comes back 'interrupted'.
+    // Seq 10 was published before the tear (meta.json remembers it), so it is never reused: the
+    // loss is reported as an error event (11) and the interrupted turn.completed is 12.
+    expect(r.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12]);
+    expect(r.events[9]).toMatchObject({ type: 'error', data: { reason: 'journal_corrupt' } });
+    expect(r.events[10]).toMatchObject({ type: 'turn.completed', data: { status: 'interrupted' } });
     expect(r.events[8]!.type).toBe('message.user');
     expect(logger.lines.some((l) => l.level === 'warn' && /torn or corrupt/.test(l.msg ?? ''))).toBe(true);
     // The journal is appendable again right after the cut.
     const s = await rt.renameSession(id, 'renamed');
-    expect(s.headSeq).toBe(11);
+    expect(s.headSeq).toBe(13);
     await rt.close();
     const rt2 = await Runtime.open({ dataDir });
     expect((await rt2.getSession(id)).title).toBe('renamed');
@@ -85,9 +88,11 @@ describe('session journal', () => {
     fs.writeFileSync(file, buf);
     const rt = await Runtime.open({ dataDir });
     const r = await rt.readSession(id, {});
-    expect(r.events.length).toBe(7);
+    // Seq 7 (the damaged last record) was published before the damage: it is reported, never reused.
+    expect(r.events.length).toBe(8);
     expect(r.events.slice(0, 6).map((e) => e.type)).toEqual(['session.created', 'turn.started', 'message.user', 'turn.completed', 'turn.started', 'message.user']);
-    expect(r.events[6]).toMatchObject({ seq: 7, type: 'turn.completed', data: { status: 'interrupted' } });
+    expect(r.events[6]).toMatchObject({ seq: 8, type: 'error', data: { reason: 'journal_corrupt' } });
+    expect(r.events[7]).toMatchObject({ seq: 9, type: 'turn.completed', data: { status: 'interrupted' } });
     const tails = fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${JOURNAL_FILE}.tail-`));
     expect(tails.length).toBe(1);
     await rt.close();

@@ -1,0 +1,389 @@
+// One streaming Chat Completions request: POST {baseUrl}/chat/completions with stream: true, read
+// as Server-Sent Events, yielding text deltas as they arrive and, at the end, the accumulated tool
+// calls, the finish_reason and the usage. Every way it can go wrong is a ModelError with a code, a
+// message that says what to do and whether a retry may help; a cancel is a ModelCancelledError and is
+// never taken for a finished answer. Quirks of real servers are tolerated here, in one place: SSE
+// comments, a last chunk with empty `choices` carrying usage, a whole tool call in one chunk
+// (Ollama), tool-call fragments without ids (accumulated by index), a stream without [DONE].
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { SHELL_TOOL, type ChatMessage, type ToolCall } from './messages.js';
+
+export const MODEL_ERROR_CODES = [
+  'model_unreachable', // connection refused, host down
+  'model_dns', // the host name does not resolve
+  'model_auth', // 401/403
+  'model_not_found', // 404
+  'model_rate_limited', // 429 beyond the bound
+  'model_server_error', // 5xx
+  'model_rejected', // another 4xx (a request the server will not take: tools unsupported, context too long)
+  'model_stream_error', // an `error` object in the stream
+  'model_bad_response', // malformed JSON, not a stream
+  'model_incomplete', // the stream ended without a finish_reason
+  'model_stalled', // no byte for longer than the stall bound
+] as const;
+export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
+
+export class ModelError extends Error {
+  override readonly name = 'ModelError';
+  constructor(
+    readonly code: ModelErrorCode,
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export class ModelCancelledError extends Error {
+  override readonly name = 'ModelCancelledError';
+  constructor() {
+    super('the model request was cancelled');
+  }
+}
+
+export interface ModelRequest {
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  messages: ChatMessage[];
+  signal: AbortSignal;
+  stallMs: number;
+  maxRetryAfterMs: number;
+  maxAttempts: number;
+}
+
+export type ModelStreamPart =
+  | { type: 'text'; text: string }
+  | { type: 'usage'; promptTokens: number; completionTokens: number }
+  /** Always the last part of a stream that did not throw. */
+  | { type: 'finish'; finishReason: string; toolCalls: ToolCall[] };
+
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+const MAX_DETAIL_CHARS = 300;
+
+/** The request body: exported so tests and docs can say exactly what the model is sent. */
+export function chatRequestBody(model: string, messages: ChatMessage[]): Record<string, unknown> {
+  return { model, messages, tools: [SHELL_TOOL], stream: true, stream_options: { include_usage: true } };
+}
+
+/** Streams one answer; retries a 429 whose Retry-After fits the bound (nothing was read yet then). */
+export async function* streamChatCompletion(req: ModelRequest): AsyncGenerator<ModelStreamPart, void, undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      yield* attemptOnce(req);
+      return;
+    } catch (e) {
+      if (!(e instanceof RetryAfter)) throw e;
+      if (attempt >= req.maxAttempts || e.waitMs > req.maxRetryAfterMs)
+        throw new ModelError(
+          'model_rate_limited',
+          `the model server at ${req.baseUrl} is rate limiting requests (HTTP 429${e.detail ? `: ${e.detail}` : ''}); ` +
+            `it asks to wait ${Math.ceil(e.waitMs / 1000)} s${attempt > 1 ? ` after ${attempt} attempts` : ''}: send the message again later`,
+          true,
+        );
+      await abortableSleep(e.waitMs, req.signal);
+    }
+  }
+}
+
+class RetryAfter extends Error {
+  constructor(
+    readonly waitMs: number,
+    readonly detail: string,
+  ) {
+    super('retry after');
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new ModelCancelledError());
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new ModelCancelledError());
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+interface PartialCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, void, undefined> {
+  const url = `${req.baseUrl}/chat/completions`;
+  const scrub = (text: string) => scrubSecret(text, req.apiKey);
+  // One controller for the fetch: fired by the caller's cancel or by the stall timer; `why` says which.
+  const ctl = new AbortController();
+  let why: 'cancel' | 'stall' | undefined;
+  const onAbort = () => {
+    why ??= 'cancel';
+    ctl.abort();
+  };
+  if (req.signal.aborted) throw new ModelCancelledError();
+  req.signal.addEventListener('abort', onAbort, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  // Armed only while waiting on the server, so time the consumer spends (backpressure) is not a stall.
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      why ??= 'stall';
+      ctl.abort();
+    }, req.stallMs);
+  };
+  const disarm = () => clearTimeout(timer);
+  const stalled = () =>
+    new ModelError(
+      'model_stalled',
+      `the model server at ${req.baseUrl} sent nothing for ${Math.round(req.stallMs / 1000)} s: it may be overloaded or stuck loading the model; check it, then send the message again`,
+      true,
+    );
+  const interrupted = (e: unknown): Error => {
+    if (why === 'cancel') return new ModelCancelledError();
+    if (why === 'stall') return stalled();
+    return connectionError(e, req.baseUrl, scrub);
+  };
+
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+  if (req.apiKey) headers.authorization = `Bearer ${req.apiKey}`;
+  let res: Response;
+  arm();
+  try {
+    res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(chatRequestBody(req.model, req.messages)), signal: ctl.signal });
+  } catch (e) {
+    disarm();
+    req.signal.removeEventListener('abort', onAbort);
+    throw interrupted(e);
+  }
+
+  const reader = res.body?.getReader();
+  try {
+    if (!res.ok) {
+      const detail = scrub(await readErrorDetail(reader, arm, disarm));
+      throw httpError(res, detail, req);
+    }
+    const type = res.headers.get('content-type') ?? '';
+    if (!reader) throw new ModelError('model_bad_response', `the model server at ${req.baseUrl} answered without a body: is it an OpenAI-compatible API?`, false);
+    if (/json/i.test(type) && !/event-stream/i.test(type))
+      throw new ModelError(
+        'model_bad_response',
+        `the model server at ${req.baseUrl} answered with ${type.split(';')[0]}, not an event stream: it does not stream Chat Completions; check that the base URL is its OpenAI-compatible /v1 API`,
+        false,
+      );
+
+    const messages: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (m) => messages.push(m) });
+    const decoder = new TextDecoder();
+    const calls = new Map<number, PartialCall>();
+    let finishReason: string | undefined;
+    let usage: { promptTokens: number; completionTokens: number } | undefined;
+    let done = false;
+
+    while (!done) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      arm();
+      try {
+        chunk = await reader.read();
+      } catch (e) {
+        throw interrupted(e);
+      } finally {
+        disarm();
+      }
+      if (chunk.done) {
+        parser.feed(decoder.decode());
+        parser.reset({ consume: true });
+      } else parser.feed(decoder.decode(chunk.value, { stream: true }));
+
+      for (const m of messages.splice(0)) {
+        if (m.data.trim() === '[DONE]') {
+          done = true;
+          break;
+        }
+        let obj: unknown;
+        try {
+          obj = JSON.parse(m.data);
+        } catch {
+          throw new ModelError(
+            'model_bad_response',
+            `the model server at ${req.baseUrl} sent a chunk that is not JSON (${JSON.stringify(scrub(m.data.slice(0, 80)))}…): check that it is an OpenAI-compatible API, then send the message again`,
+            false,
+          );
+        }
+        const errObj = (obj as { error?: unknown }).error;
+        if (m.event === 'error' || (errObj !== undefined && errObj !== null)) {
+          throw new ModelError(
+            'model_stream_error',
+            `the model server at ${req.baseUrl} reported an error mid-answer (${scrub(errorDetail(obj))}): send the message again; if it repeats, check the server's log`,
+            true,
+          );
+        }
+        const c = obj as { choices?: unknown; usage?: unknown };
+        const u = readUsage(c.usage);
+        if (u) usage = u;
+        if (!Array.isArray(c.choices)) continue;
+        for (const choice of c.choices as { index?: number; delta?: unknown; finish_reason?: unknown }[]) {
+          if ((choice.index ?? 0) !== 0) continue; // we ask for one choice
+          const delta = (choice.delta ?? {}) as { content?: unknown; tool_calls?: unknown };
+          if (typeof delta.content === 'string' && delta.content !== '') yield { type: 'text', text: delta.content };
+          if (Array.isArray(delta.tool_calls)) accumulateToolCalls(calls, delta.tool_calls);
+          if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') finishReason = choice.finish_reason;
+        }
+      }
+      if (chunk.done) break;
+    }
+    // A cancel that lands as the stream ends is still a cancel.
+    if (why === 'cancel' || req.signal.aborted) throw new ModelCancelledError();
+    if (finishReason === undefined)
+      throw new ModelError(
+        'model_incomplete',
+        `the model server at ${req.baseUrl} ended the answer without a finish_reason (the stream was cut short): send the message again; if it repeats, check the server's log`,
+        true,
+      );
+    if (usage) yield { type: 'usage', ...usage };
+    const toolCalls = [...calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, p]): ToolCall => ({ id: p.id || `call_${index}`, type: 'function', function: { name: p.name, arguments: p.arguments } }));
+    yield { type: 'finish', finishReason, toolCalls };
+  } finally {
+    disarm();
+    req.signal.removeEventListener('abort', onAbort);
+    // Closes the connection when we stop early (fault, [DONE] before EOF, the consumer gone).
+    if (reader) void reader.cancel().catch(() => undefined);
+  }
+}
+
+function accumulateToolCalls(calls: Map<number, PartialCall>, fragments: unknown[]): void {
+  for (let i = 0; i < fragments.length; i++) {
+    const f = fragments[i] as { index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } };
+    // Servers that omit `index` send one whole call per entry: a new id is a new call.
+    let index = typeof f.index === 'number' ? f.index : undefined;
+    if (index === undefined) {
+      const byId = typeof f.id === 'string' ? [...calls.entries()].find(([, c]) => c.id === f.id)?.[0] : undefined;
+      index = byId ?? (typeof f.id === 'string' || calls.size === 0 ? calls.size : calls.size - 1);
+    }
+    let call = calls.get(index);
+    if (!call) calls.set(index, (call = { id: '', name: '', arguments: '' }));
+    if (typeof f.id === 'string' && f.id !== '') call.id = f.id;
+    // The name comes whole in the first fragment (some servers repeat it): set, never concatenate.
+    if (typeof f.function?.name === 'string' && f.function.name !== '') call.name = f.function.name;
+    if (typeof f.function?.arguments === 'string') call.arguments += f.function.arguments;
+    // A few servers send arguments as an object rather than a JSON string.
+    else if (f.function?.arguments && typeof f.function.arguments === 'object') call.arguments += JSON.stringify(f.function.arguments);
+  }
+}
+
+function readUsage(u: unknown): { promptTokens: number; completionTokens: number } | undefined {
+  if (!u || typeof u !== 'object') return undefined;
+  const { prompt_tokens: p, completion_tokens: c } = u as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  if (typeof p !== 'number' || typeof c !== 'number' || !Number.isFinite(p) || !Number.isFinite(c)) return undefined;
+  return { promptTokens: Math.max(0, Math.round(p)), completionTokens: Math.max(0, Math.round(c)) };
+}
+
+/** Replaces the key wherever a server echoed it (OpenAI's 401 body does). */
+export function scrubSecret(text: string, secret: string | undefined): string {
+  return secret && secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
+}
+
+function clip(text: string): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length > MAX_DETAIL_CHARS ? `${t.slice(0, MAX_DETAIL_CHARS)}…` : t;
+}
+
+/** The server's own words from an OpenAI-style error body ({error: {message}} or {error: "..."}). */
+function errorDetail(body: unknown): string {
+  if (body && typeof body === 'object') {
+    const e = (body as { error?: unknown; message?: unknown; detail?: unknown }).error ?? (body as { message?: unknown }).message ?? (body as { detail?: unknown }).detail;
+    if (typeof e === 'string') return clip(e);
+    if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string') return clip((e as { message: string }).message);
+  }
+  return clip(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+async function readErrorDetail(reader: ReadableStreamDefaultReader<Uint8Array> | undefined, arm: () => void, disarm: () => void): Promise<string> {
+  if (!reader) return '';
+  const parts: Uint8Array[] = [];
+  let bytes = 0;
+  try {
+    while (bytes < MAX_ERROR_BODY_BYTES) {
+      arm();
+      const r = await reader.read().finally(disarm);
+      if (r.done) break;
+      parts.push(r.value);
+      bytes += r.value.length;
+    }
+  } catch {
+    // A body cut short or stalled: what arrived is the detail.
+  }
+  const text = Buffer.concat(parts).toString('utf8');
+  if (!text.trim()) return '';
+  try {
+    return errorDetail(JSON.parse(text));
+  } catch {
+    return clip(text);
+  }
+}
+
+function retryAfterMs(value: string | null): number {
+  if (!value) return 1000;
+  const secs = Number(value);
+  if (Number.isFinite(secs) && secs >= 0) return secs * 1000;
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : 1000;
+}
+
+function httpError(res: Response, detail: string, req: ModelRequest): Error {
+  const s = res.status;
+  const d = detail ? `: ${detail}` : '';
+  const at = `the model server at ${req.baseUrl}`;
+  if (s === 429) return new RetryAfter(retryAfterMs(res.headers.get('retry-after')), detail);
+  if (s === 401 || s === 403)
+    return new ModelError(
+      'model_auth',
+      req.apiKey
+        ? `${at} refused the API key (HTTP ${s}${d}): set a valid key in ASTRA_CHAT_API_KEY (or OPENAI_API_KEY) in the daemon's environment and restart the daemon`
+        : `${at} wants an API key (HTTP ${s}${d}): set ASTRA_CHAT_API_KEY (or OPENAI_API_KEY) in the daemon's environment and restart the daemon`,
+      false,
+    );
+  if (s === 404)
+    return new ModelError(
+      'model_not_found',
+      `${at} has no model "${req.model}" (HTTP 404${d}): check the model name (GET ${req.baseUrl}/models lists them; for Ollama \`ollama pull ${req.model}\`), and that the base URL ends in its API path such as /v1`,
+      false,
+    );
+  if (s >= 500)
+    return new ModelError('model_server_error', `${at} failed (HTTP ${s}${d}): send the message again; if it repeats, check the server's log`, true);
+  return new ModelError(
+    'model_rejected',
+    `${at} rejected the request (HTTP ${s}${d}): check that the model supports tool calls (see docs/engines.md for the flags each server needs)`,
+    false,
+  );
+}
+
+function connectionError(e: unknown, baseUrl: string, scrub: (t: string) => string): ModelError {
+  const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
+  const code = typeof cause?.code === 'string' ? cause.code : '';
+  const what = scrub(String(cause?.message ?? (e as Error).message ?? e));
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
+    const host = safeHost(baseUrl);
+    return new ModelError('model_dns', `the model server's host ${host} does not resolve (${code}): check the base URL (ASTRA_CHAT_BASE_URL or --base-url) and your network`, code === 'EAI_AGAIN');
+  }
+  if (code === 'ECONNREFUSED')
+    return new ModelError('model_unreachable', `is a model server listening at ${baseUrl}? start \`ollama serve\` or set ASTRA_CHAT_BASE_URL (connection refused)`, true);
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || what === 'terminated')
+    return new ModelError('model_incomplete', `the model server at ${baseUrl} closed the connection mid-answer (${what}): send the message again; if it repeats, check the server's log`, true);
+  return new ModelError('model_unreachable', `could not reach the model server at ${baseUrl} (${code || what}): check that it is running and that the base URL is right`, true);
+}
+
+function safeHost(baseUrl: string): string {
+  try {
+    return new URL(baseUrl).host;
+  } catch {
+    return baseUrl;
+  }
+}

@@ -149,6 +149,8 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
         finishReason = part.finishReason;
         toolCalls = part.toolCalls;
       }
+      // The flush that learns the journal is behind runs after the next read began: at most one more
+      // delta goes out before this waits.
       if (behind) {
         behind = false;
         await ctx.drained();

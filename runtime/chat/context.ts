@@ -21,7 +21,8 @@ export interface ChatEngineContext extends EngineContext {
   engineOptions: ChatSessionOptions;
   /**
    * The session's events so far, earliest first (those of this turn may be included: the engine
-   * skips them). Read once at the start of each turn.
+   * skips them). Read once at the start of each turn. Only TRANSCRIPT_EVENT_TYPES are needed; the
+   * runtime should leave the rest (command.output) out.
    */
   history(): Promise<readonly RecordedEvent[]>;
   /**

@@ -15,4 +15,4 @@ export {
   type ChatSessionOptions,
 } from './options.js';
 export { OutputCapture, captureOutput, formatToolOutput, type CapturedOutput } from './tool-output.js';
-export { DEFAULT_SYSTEM_PROMPT, INTERRUPTED_RESULT_OUTPUT, buildTranscript, interruptedToolResult, unansweredToolCalls, type RecordedEvent } from './transcript.js';
+export { DEFAULT_SYSTEM_PROMPT, INTERRUPTED_RESULT_OUTPUT, TRANSCRIPT_EVENT_TYPES, buildTranscript, interruptedToolResult, unansweredToolCalls, type RecordedEvent } from './transcript.js';

@@ -11,6 +11,12 @@ export interface RecordedEvent {
   data: unknown;
 }
 
+/**
+ * The only event types the transcript reads: history() may leave out every other (command.output
+ * above all, which can be gigabytes and reaches the model only as tool.result's head and tail).
+ */
+export const TRANSCRIPT_EVENT_TYPES = ['message.user', 'message.completed', 'tool.call', 'tool.result', 'turn.completed'] as const;
+
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a helpful assistant working in a terminal session. You can run shell commands with the ' +
   '`shell` tool; the user approves each one before it runs and may deny it. Prefer short, safe ' +

@@ -44,6 +44,23 @@ describe('the chat engine', () => {
     expect(session.of('message.delta').map((e) => e.data.text)).toEqual(['All in one chunk.']);
   });
 
+  it('stops reading the stream while emit() says the journal is behind, and reads on once drained() resolves', async () => {
+    let release!: () => void;
+    const drained = new Promise<void>((r) => (release = r));
+    let drainedAsked = false;
+    const { session, server } = await setup(['plain-answer'], {
+      backpressure: { emitReturns: (n) => n !== 1, drained: () => ((drainedAsked = true), drained) },
+    });
+    const turn = session.turn('hi');
+    await until(() => drainedAsked, 'the engine to wait for drained()');
+    await server.waitFor((r) => r[0]!.finished, 'the server to have sent the whole answer');
+    // The delta that said "behind" goes out after the next read began, so one more may follow it; not all.
+    expect(session.of('message.delta').length).toBeLessThanOrEqual(2);
+    release();
+    expect(await turn).toEqual({ status: 'completed' });
+    expect(session.of('message.delta').map((e) => e.data.text).join('')).toBe('Hello from the model.');
+  });
+
   it('runs a two-step conversation: tool.call, approval, the command with its events, tool.result, then the final answer', async () => {
     const { session, server, cwd } = await setup(['tool-call', 'final-answer'], { approvalPolicy: 'ask' });
     expect(await session.turn('what is here?')).toEqual({ status: 'completed' });

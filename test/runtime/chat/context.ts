@@ -28,6 +28,8 @@ export interface SessionOptions {
   decide?: (ask: ApprovalAsk) => 'approve' | 'deny' | Promise<'approve' | 'deny'>;
   /** Events already in the journal (e.g. left by a crash). */
   history?: Recorded[];
+  /** What emit() returns for the n-th event (1-based; default true) and what drained() waits for. */
+  backpressure?: { emitReturns: (n: number) => boolean; drained: () => Promise<void> };
 }
 
 export function chatSession(o: SessionOptions) {
@@ -85,6 +87,7 @@ export function chatSession(o: SessionOptions) {
       const turnId = `turn-${++n}`;
       const abort = new AbortController();
       current = abort;
+      let emitted = 0;
       const emit = (type: string, data: Record<string, unknown>) => {
         events.push({ type, data });
       };
@@ -100,9 +103,9 @@ export function chatSession(o: SessionOptions) {
         engineOptions: o.options,
         emit: ((type: string, data: Record<string, unknown>) => {
           emit(type, data);
-          return true;
+          return o.backpressure ? o.backpressure.emitReturns(++emitted) : true;
         }) as ChatEngineContext['emit'],
-        drained: async () => undefined,
+        drained: o.backpressure ? o.backpressure.drained : async () => undefined,
         requestApproval: async (req) => {
           approvals.push({ command: req.command, cwd: req.cwd });
           emit('approval.requested', { turnId, approvalId: `ap-${approvals.length}`, command: req.command, cwd: req.cwd });

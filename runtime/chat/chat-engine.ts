@@ -137,6 +137,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       stallMs: cfg.stallMs,
       maxRetryAfterMs: cfg.maxRetryAfterMs,
       maxAttempts: cfg.maxAttempts,
+      maxAnswerChars: cfg.maxAnswerChars,
     });
     for await (const part of stream) {
       if (part.type === 'text') {

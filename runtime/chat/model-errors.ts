@@ -17,6 +17,7 @@ export const MODEL_ERROR_CODES = [
   'model_bad_response', // malformed JSON, not a stream
   'model_incomplete', // the stream ended without a finish_reason
   'model_stalled', // no byte for longer than the stall bound
+  'model_answer_too_large', // more text and tool-call arguments than one answer may have
 ] as const;
 export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
 

@@ -20,7 +20,11 @@ export interface ModelRequest {
   stallMs: number;
   maxRetryAfterMs: number;
   maxAttempts: number;
+  /** Characters of text and tool-call arguments one answer may have (default 1 Mi: its events must fit a frame). */
+  maxAnswerChars?: number;
 }
+
+export const DEFAULT_MAX_ANSWER_CHARS = 1024 * 1024;
 
 export type ModelStreamPart =
   | { type: 'text'; text: string }
@@ -143,6 +147,17 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
     let finishReason: string | undefined;
     let usage: { promptTokens: number; completionTokens: number } | undefined;
     let done = false;
+    let answerChars = 0;
+    const maxChars = req.maxAnswerChars ?? DEFAULT_MAX_ANSWER_CHARS;
+    const count = (n: number) => {
+      answerChars += n;
+      if (answerChars > maxChars)
+        throw new ModelError(
+          'model_answer_too_large',
+          `the model's answer passed ${maxChars} characters (Astra's bound for one answer, so its events fit a frame): ask it for a shorter answer or smaller tool calls`,
+          false,
+        );
+    };
 
     while (!done) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
@@ -189,8 +204,11 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
         for (const choice of c.choices as { index?: number; delta?: unknown; finish_reason?: unknown }[]) {
           if ((choice.index ?? 0) !== 0) continue; // we ask for one choice
           const delta = (choice.delta ?? {}) as { content?: unknown; tool_calls?: unknown };
-          if (typeof delta.content === 'string' && delta.content !== '') yield { type: 'text', text: delta.content };
-          if (Array.isArray(delta.tool_calls)) accumulateToolCalls(calls, delta.tool_calls);
+          if (typeof delta.content === 'string' && delta.content !== '') {
+            count(delta.content.length);
+            yield { type: 'text', text: delta.content };
+          }
+          if (Array.isArray(delta.tool_calls)) count(accumulateToolCalls(calls, delta.tool_calls));
           if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') finishReason = choice.finish_reason;
         }
       }
@@ -217,7 +235,9 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   }
 }
 
-function accumulateToolCalls(calls: Map<number, PartialCall>, fragments: unknown[]): void {
+/** Adds the fragments to their calls; returns the characters of arguments added. */
+function accumulateToolCalls(calls: Map<number, PartialCall>, fragments: unknown[]): number {
+  let added = 0;
   for (let i = 0; i < fragments.length; i++) {
     const f = fragments[i] as { index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } };
     // Servers that omit `index` send one whole call per entry: a new id is a new call.
@@ -231,10 +251,13 @@ function accumulateToolCalls(calls: Map<number, PartialCall>, fragments: unknown
     if (typeof f.id === 'string' && f.id !== '') call.id = f.id;
     // The name comes whole in the first fragment (some servers repeat it): set, never concatenate.
     if (typeof f.function?.name === 'string' && f.function.name !== '') call.name = f.function.name;
+    const before = call.arguments.length;
     if (typeof f.function?.arguments === 'string') call.arguments += f.function.arguments;
     // A few servers send arguments as an object rather than a JSON string.
     else if (f.function?.arguments && typeof f.function.arguments === 'object') call.arguments += JSON.stringify(f.function.arguments);
+    added += call.arguments.length - before + call.name.length;
   }
+  return added;
 }
 
 function readUsage(u: unknown): { promptTokens: number; completionTokens: number } | undefined {

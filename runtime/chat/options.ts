@@ -30,6 +30,8 @@ export interface ChatEngineConfig {
   maxAttempts: number;
   /** What a tool result may send the model of a command's output (default 16 KiB, head and tail). */
   toolOutputCapBytes: number;
+  /** Characters of text and tool-call arguments in one answer (default 1 Mi). */
+  maxAnswerChars: number;
 }
 
 export const CHAT_CONFIG_DEFAULTS: ChatEngineConfig = {
@@ -37,6 +39,7 @@ export const CHAT_CONFIG_DEFAULTS: ChatEngineConfig = {
   maxRetryAfterMs: 30_000,
   maxAttempts: 3,
   toolOutputCapBytes: 16 * 1024,
+  maxAnswerChars: 1024 * 1024,
 };
 
 type Env = Record<string, string | undefined>;

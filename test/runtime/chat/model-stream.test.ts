@@ -250,6 +250,15 @@ describe('one streaming Chat Completions request', () => {
     expect((await fault(request(s.baseUrl, { stallMs: 300 }))).code).toBe('model_stalled');
   });
 
+  it('fails an answer longer than the bound as model_answer_too_large, text and tool-call arguments alike', async () => {
+    const s = await server(['plain-answer', 'tool-call']);
+    const e = await fault(request(s.baseUrl, { maxAnswerChars: 10 }));
+    expect(e).toMatchObject({ code: 'model_answer_too_large', retryable: false });
+    expect(e.message).toContain('passed 10 characters');
+    expect((await fault(request(s.baseUrl, { maxAnswerChars: 20 }))).code).toBe('model_answer_too_large');
+    await s.waitFor((r) => r.length === 2 && r.every((q) => q.closedByClient || q.finished), 'both streams to end');
+  });
+
   it('stops at once on abort, throws ModelCancelledError (never a finished answer), and the server sees the close', async () => {
     const s = await server(['held-answer']);
     const abort = new AbortController();

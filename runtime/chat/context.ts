@@ -30,6 +30,7 @@ export interface ChatEngineContext extends EngineContext {
    * own process group, its command.started / command.output / command.completed events in this
    * session's stream, killed (TERM, then KILL after the grace) when ctx.signal fires. No approval:
    * the engine has asked for it already. Keeps at most `captureBytes` of the output (head and tail).
+   * The command's environment must be chatCommandEnv()'s: the daemon's without the API key.
    */
   runCommand(req: { command: string; cwd: string; captureBytes: number }): Promise<ToolCommandOutcome>;
 }

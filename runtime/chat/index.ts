@@ -5,6 +5,8 @@ export { SHELL_TOOL, SHELL_TOOL_NAME, TOOL_RESULT_STATUSES, type ChatEventData, 
 export { MODEL_ERROR_CODES, ModelCancelledError, ModelError, chatRequestBody, scrubSecret, streamChatCompletion, type ModelErrorCode, type ModelRequest, type ModelStreamPart } from './model-stream.js';
 export {
   CHAT_CONFIG_DEFAULTS,
+  CHAT_KEY_VARIABLES,
+  chatCommandEnv,
   CHAT_DEFAULT_BASE_URL,
   CHAT_DEFAULT_MAX_STEPS,
   chatApiKeyFromEnv,

@@ -56,6 +56,19 @@ export function chatEngineConfig(env: Env = process.env, overrides: Partial<Chat
   return { ...CHAT_CONFIG_DEFAULTS, ...(apiKey !== undefined ? { apiKey } : {}), ...overrides };
 }
 
+/** The variables that may hold the key: never passed on to a command the model runs. */
+export const CHAT_KEY_VARIABLES = ['ASTRA_CHAT_API_KEY', 'OPENAI_API_KEY'] as const;
+
+/**
+ * The environment for a tool command: the daemon's without the key, so a model that runs `env`
+ * cannot read it (and the output, journaled and sent to the model, cannot hold it).
+ */
+export function chatCommandEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const k of CHAT_KEY_VARIABLES) delete out[k];
+  return out;
+}
+
 const KNOWN_KEYS = new Set(['model', 'baseUrl', 'maxSteps', 'systemPrompt']);
 
 function invalid(message: string, field: string): AstraError {

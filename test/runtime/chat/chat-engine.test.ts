@@ -258,6 +258,16 @@ describe('the chat engine', () => {
     expect(everything).toContain('[redacted]');
   });
 
+  it('runs tool commands without the key variables, so a model running `env` cannot read the key', async () => {
+    const env = { ...process.env, ASTRA_CHAT_API_KEY: 'sk-astra-ENV-LEAK-1', OPENAI_API_KEY: 'sk-openai-ENV-LEAK-2', ASTRA_MARKER: 'kept' };
+    const { session, server } = await setup(['tool-call-env', 'final-answer'], { env, config: { apiKey: env.ASTRA_CHAT_API_KEY } });
+    await session.turn('show env');
+    const out = session.of('tool.result')[0]!.data.output as string;
+    expect(out).toContain('ASTRA_MARKER=kept');
+    expect(out).not.toContain('ENV-LEAK');
+    expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain('ENV-LEAK');
+  });
+
   it('sends a valid next request after a crash left a tool call without a result', async () => {
     const history = [
       { type: 'turn.started', data: { turnId: 't0', input: { text: 'build' } } },

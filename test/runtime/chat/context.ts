@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { ApprovalPolicy } from '../../../protocol/index.js';
 import type { ChatEngineContext, ChatSessionOptions, RecordedEvent, ToolCommandOutcome } from '../../../runtime/chat/index.js';
-import { OutputCapture, createChatEngine, type ChatEngineConfig } from '../../../runtime/chat/index.js';
+import { OutputCapture, chatCommandEnv, createChatEngine, type ChatEngineConfig } from '../../../runtime/chat/index.js';
 import type { EngineResult } from '../../../runtime/index.js';
 
 export interface Recorded {
@@ -28,6 +28,8 @@ export interface SessionOptions {
   decide?: (ask: ApprovalAsk) => 'approve' | 'deny' | Promise<'approve' | 'deny'>;
   /** Events already in the journal (e.g. left by a crash). */
   history?: Recorded[];
+  /** The daemon's environment the tool commands' is made from (default process.env). */
+  env?: NodeJS.ProcessEnv;
   /** What emit() returns for the n-th event (1-based; default true) and what drained() waits for. */
   backpressure?: { emitReturns: (n: number) => boolean; drained: () => Promise<void> };
 }
@@ -50,7 +52,7 @@ export function chatSession(o: SessionOptions) {
           resolve({ outcome: 'not_started', exitCode: null, signal: null, output: capture.result(), error: `cwd ${req.cwd} is not usable: ${(e as Error).message}` });
           return;
         }
-        const child = spawn('/bin/sh', ['-c', req.command], { cwd: req.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn('/bin/sh', ['-c', req.command], { cwd: req.cwd, env: chatCommandEnv(o.env ?? process.env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
         const pid = child.pid!;
         pids.push(pid);
         emit('command.started', { turnId, command: req.command, cwd: req.cwd, pid });

@@ -104,7 +104,7 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   const stalled = () =>
     new ModelError(
       'model_stalled',
-      `the model server at ${req.baseUrl} sent nothing for ${Math.round(req.stallMs / 1000)} s: it may be overloaded or stuck loading the model; check it, then send the message again`,
+      `the model server at ${req.baseUrl} sent nothing for ${req.stallMs >= 1000 ? `${Math.round(req.stallMs / 1000)} s` : `${req.stallMs} ms`}: it may be overloaded or stuck loading the model; check it, then send the message again`,
       true,
     );
   const interrupted = (e: unknown): Error => {
@@ -140,15 +140,25 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
         false,
       );
 
+    const maxChars = req.maxAnswerChars ?? DEFAULT_MAX_ANSWER_CHARS;
     const messages: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (m) => messages.push(m) });
+    // One event (a line or a multi-line data block) is bounded too: a server that never ends a line
+    // must not grow memory without end.
+    const maxEventChars = 2 * maxChars + 4096;
+    let oversized = false;
+    const parser = createParser({
+      onEvent: (m) => messages.push(m),
+      onError: (e) => {
+        if (e.type === 'max-buffer-size-exceeded') oversized = true;
+      },
+      maxBufferSize: maxEventChars,
+    });
     const decoder = new TextDecoder();
     const calls = new Map<number, PartialCall>();
     let finishReason: string | undefined;
     let usage: { promptTokens: number; completionTokens: number } | undefined;
     let done = false;
     let answerChars = 0;
-    const maxChars = req.maxAnswerChars ?? DEFAULT_MAX_ANSWER_CHARS;
     const count = (n: number) => {
       answerChars += n;
       if (answerChars > maxChars)
@@ -173,6 +183,12 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
         parser.feed(decoder.decode());
         parser.reset({ consume: true });
       } else parser.feed(decoder.decode(chunk.value, { stream: true }));
+      if (oversized)
+        throw new ModelError(
+          'model_bad_response',
+          `the model server at ${req.baseUrl} sent an event of more than ${maxEventChars} characters without ending it: check that it is an OpenAI-compatible API`,
+          false,
+        );
 
       for (const m of messages.splice(0)) {
         if (m.data.trim() === '[DONE]') {
@@ -189,6 +205,12 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
             false,
           );
         }
+        if (obj === null || typeof obj !== 'object' || Array.isArray(obj))
+          throw new ModelError(
+            'model_bad_response',
+            `the model server at ${req.baseUrl} sent a chunk that is not a JSON object (${JSON.stringify(scrub(m.data.slice(0, 80)))}): check that it is an OpenAI-compatible API`,
+            false,
+          );
         const errObj = (obj as { error?: unknown }).error;
         if (m.event === 'error' || (errObj !== undefined && errObj !== null)) {
           throw new ModelError(

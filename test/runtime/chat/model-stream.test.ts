@@ -223,6 +223,20 @@ describe('one streaming Chat Completions request', () => {
     expect(e.message).toContain('not JSON');
   });
 
+  it('fails a chunk that is JSON but not an object as model_bad_response', async () => {
+    const s = await server(['json-null']);
+    const e = await fault(request(s.baseUrl));
+    expect(e.code).toBe('model_bad_response');
+    expect(e.message).toContain('not a JSON object ("null")');
+  });
+
+  it('fails an event that never ends once it passes the bound, instead of buffering it', async () => {
+    const s = await server(['endless-line']);
+    const e = await fault(request(s.baseUrl, { maxAnswerChars: 10 }));
+    expect(e.code).toBe('model_bad_response');
+    expect(e.message).toContain('an event of more than 4116 characters');
+  });
+
   it('fails a JSON answer that does not stream as model_bad_response', async () => {
     const s = await server(['not-sse']);
     const e = await fault(request(s.baseUrl));
@@ -244,7 +258,7 @@ describe('one streaming Chat Completions request', () => {
     const t0 = Date.now();
     const e = await fault(request(s.baseUrl, { stallMs: 300 }));
     expect(e).toMatchObject({ code: 'model_stalled', retryable: true });
-    expect(e.message).toContain('sent nothing for 0 s');
+    expect(e.message).toContain('sent nothing for 300 ms');
     expect(Date.now() - t0).toBeLessThan(3_000);
     await s.waitFor((r) => r[0]!.closedByClient, 'the server to see the stalled stream closed');
     expect((await fault(request(s.baseUrl, { stallMs: 300 }))).code).toBe('model_stalled');

@@ -79,7 +79,8 @@ async function runChatTurn(ctx: ChatEngineContext, cfg: ChatEngineConfig): Promi
       let id = c.id && !usedIds.has(c.id) ? c.id : `call_${ctx.turnId}_${step}_${i}`;
       while (usedIds.has(id)) id += '_';
       usedIds.add(id);
-      return { ...c, id };
+      // Sent back in the next request, where some servers refuse arguments that are not JSON text.
+      return { ...c, id, function: { ...c.function, arguments: c.function.arguments || '{}' } };
     });
     messages.push({ role: 'assistant', content: answer.text || null, tool_calls: calls });
     // The whole answer is in the journal before anything runs: after a crash it is all there.

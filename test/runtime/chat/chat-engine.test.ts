@@ -153,6 +153,14 @@ describe('the chat engine', () => {
     expect(server.requests).toHaveLength(3);
   });
 
+  it('records a call without arguments as {} and sends it back so, answered with what shell needs', async () => {
+    const { session, server } = await setup(['tool-call-no-arguments', 'final-answer']);
+    await session.turn('go');
+    expect(session.of('tool.call')[0]!.data.arguments).toBe('{}');
+    expect(session.of('tool.result')[0]!.data).toMatchObject({ status: 'failed', output: '[not run: shell needs a non-empty "command" string]' });
+    expect(server.requests[1]!.body.messages[2].tool_calls[0].function.arguments).toBe('{}');
+  });
+
   it('sends the model the head and tail of a loud command\'s output, cut under the cap and marked', async () => {
     const { session } = await setup(['tool-call-loud-command', 'final-answer'], { config: { toolOutputCapBytes: 2000 } });
     await session.turn('count');

@@ -1,0 +1,53 @@
+// The Chat Completions shapes the engine sends (messages, the one tool) and the chat engine's own
+// events, which protocol/ does not have yet (the lead adds them to protocol/types.ts).
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export const SHELL_TOOL_NAME = 'shell';
+
+/** The one tool the engine offers. */
+export const SHELL_TOOL = {
+  type: 'function',
+  function: {
+    name: SHELL_TOOL_NAME,
+    description:
+      "Run a command line with /bin/sh -c in the session's working directory, after the user approves it. " +
+      'The result gives the exit code and the head and tail of the combined stdout and stderr.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', description: 'The command line to run.' },
+        cwd: { type: 'string', description: "Directory to run it in, absolute or relative to the session's (default: the session's)." },
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+export const TOOL_RESULT_STATUSES = ['succeeded', 'failed', 'denied', 'interrupted'] as const;
+export type ToolResultStatus = (typeof TOOL_RESULT_STATUSES)[number];
+
+/**
+ * The events the chat engine emits beyond protocol/'s today. `message.completed` gains
+ * `finishReason`; `error` gains `code` and `retryable`.
+ */
+export interface ChatEventData {
+  'message.delta': { turnId: string; text: string };
+  'message.completed': { turnId: string; text: string; finishReason: string };
+  'tool.call': { turnId: string; callId: string; name: string; arguments: string };
+  'tool.result': { turnId: string; callId: string; status: ToolResultStatus; exitCode?: number | null; output: string };
+  usage: { turnId: string; promptTokens: number; completionTokens: number };
+  error: { turnId: string; code: string; message: string; retryable: boolean };
+}
+export type ChatEventType = keyof ChatEventData;

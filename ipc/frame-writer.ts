@@ -8,6 +8,12 @@ import { AstraError, FRAME_HEADER_BYTES } from '../protocol/index.js';
 export const SOCKET_HIGH_WATER_MARK = 256 * 1024;
 /** Frames queued in one tick are copied into batches of this size and written once. */
 const BATCH_BYTES = 64 * 1024;
+/**
+ * A connection's first batch: most connections (a refused one, a CLI call, an idle observer) never
+ * send 4 KiB, and a 64 KiB batch each was 47 MB for 744 refused connection attempts at once. Once
+ * a batch fills, the next ones are BATCH_BYTES.
+ */
+const FIRST_BATCH_BYTES = 4 * 1024;
 /** At most this much is handed to the socket at a time (see pump). */
 const SOCKET_INFLIGHT_BYTES = 256 * 1024;
 /** writeParts queues parts at least this big by reference instead of copying them. */
@@ -45,6 +51,8 @@ export class FrameWriter {
   private batch: Buffer | undefined;
   private batchStart = 0;
   private batchEnd = 0;
+  /** A batch filled up: this connection writes enough for full-size batches. */
+  private busy = false;
   private outbox: Buffer[] = [];
   private unflushed = 0;
   private flushScheduled = false;
@@ -88,7 +96,7 @@ export class FrameWriter {
       this.sealBatch();
       this.outbox.push(frame);
     } else {
-      if (!this.batch || this.batchEnd + n > this.batch.length) this.newBatch();
+      if (!this.batch || this.batchEnd + n > this.batch.length) this.newBatch(n);
       frame.copy(this.batch!, this.batchEnd);
       this.batchEnd += n;
     }
@@ -146,7 +154,12 @@ export class FrameWriter {
 
   /** Drops everything queued; with `forever`, nothing written later reaches the socket either. */
   discard(forever: boolean): void {
-    if (forever) this.discarded = true;
+    if (forever) {
+      this.discarded = true;
+      // A closed connection may be kept a while (a timer's closure); its batch need not be.
+      this.batch = undefined;
+      this.batchStart = this.batchEnd = 0;
+    }
     this.outbox = [];
     this.unflushed = 0;
   }
@@ -163,9 +176,11 @@ export class FrameWriter {
     this.queueWaiters = keep;
   }
 
-  private newBatch(): void {
+  /** A new batch with room for at least `need` bytes (need < BATCH_BYTES). */
+  private newBatch(need: number): void {
     this.sealBatch();
-    this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+    if (this.batch) this.busy = true;
+    this.batch = Buffer.allocUnsafeSlow(this.busy || need > FIRST_BATCH_BYTES ? BATCH_BYTES : FIRST_BATCH_BYTES);
     this.batchStart = this.batchEnd = 0;
   }
 
@@ -173,7 +188,7 @@ export class FrameWriter {
   private appendBytes(src: Uint8Array): void {
     let off = 0;
     while (off < src.length) {
-      if (!this.batch || this.batchEnd === this.batch.length) this.newBatch();
+      if (!this.batch || this.batchEnd === this.batch.length) this.newBatch(1);
       const batch = this.batch!;
       const n = Math.min(src.length - off, batch.length - this.batchEnd);
       batch.set(off === 0 && n === src.length ? src : src.subarray(off, off + n), this.batchEnd);

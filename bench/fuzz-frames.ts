@@ -304,6 +304,8 @@ export interface FuzzReport {
   frames: number;
   byKind: Record<string, number>;
   reasons: Record<string, number>;
+  /** One message per distinct error reason and first word pattern, to read what a peer is told. */
+  messages: string[];
   reconnects: number;
   /** Frames answered internal_error, as hex, each found alone on a fresh connection. */
   internalErrors: { kind: string; hex: string; message: string | undefined }[];
@@ -328,10 +330,11 @@ export interface FuzzOptions {
 export async function fuzzDaemon(o: FuzzOptions): Promise<FuzzReport> {
   const fuzzer = new FrameFuzzer(o.seed, o.sessionId);
   const window = o.window ?? 64;
-  const report: FuzzReport = { frames: 0, byKind: {}, reasons: {}, reconnects: 0, internalErrors: [] };
+  const report: FuzzReport = { frames: 0, byKind: {}, reasons: {}, messages: [], reconnects: 0, internalErrors: [] };
   const until = Date.now() + o.maxMs;
   let peer = await RawPeer.open(o.endpoint, o.token);
   let pings = 0;
+  const seen = new Set<string>();
   while (report.frames < o.maxFrames && Date.now() < until) {
     const sent: { kind: string; payload: Buffer }[] = [];
     for (let i = 0; i < window && report.frames < o.maxFrames; i++) {
@@ -348,7 +351,14 @@ export async function fuzzDaemon(o: FuzzOptions): Promise<FuzzReport> {
       if (!peer.closed) throw e;
     }
     const got = peer.answers.slice(from);
-    for (const a of got) if (a.reason) report.reasons[a.reason] = (report.reasons[a.reason] ?? 0) + 1;
+    for (const a of got) {
+      if (!a.reason) continue;
+      report.reasons[a.reason] = (report.reasons[a.reason] ?? 0) + 1;
+      if (a.message !== undefined && report.messages.length < 2_000 && !seen.has(a.message)) {
+        seen.add(a.message);
+        report.messages.push(`${a.reason}: ${a.message}`);
+      }
+    }
     if (got.some((a) => a.reason === 'internal_error')) {
       await peer.destroy();
       for (const f of sent) {

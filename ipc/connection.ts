@@ -16,6 +16,7 @@ import type { DirectReads } from './direct-reads.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
 import { FrameWriter, SOCKET_HIGH_WATER_MARK } from './frame-writer.js';
+import { PendingRequests, type Pending } from './pending-requests.js';
 import { decode, decodeFromTrustedPeer } from './msgpack.js';
 
 export { SOCKET_HIGH_WATER_MARK };
@@ -64,14 +65,6 @@ export type RequestHandler = (method: string, params: unknown, ctx: RequestConte
 export type NotificationHandler = (method: string, params: unknown) => void;
 export type CloseHandler = (err: AstraError | undefined) => void;
 
-interface Pending {
-  method: string;
-  resolve: (result: unknown) => void;
-  reject: (err: AstraError) => void;
-  timer: NodeJS.Timeout | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-}
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
@@ -103,7 +96,14 @@ export class Connection {
   private readonly writer: FrameWriter;
 
   private nextId = 1;
-  private readonly pending = new Map<RequestId, Pending>();
+  private readonly pending = new PendingRequests((p) =>
+    p.reject(
+      new AstraError('request_timeout', `${this.label}: no answer to ${p.method} within ${p.timeoutMs} ms; the peer may be hung or overloaded`, {
+        method: p.method,
+        timeoutMs: p.timeoutMs,
+      }),
+    ),
+  );
   private requestHandler: RequestHandler | undefined;
   private readonly notificationHandlers: NotificationHandler[] = [];
   private closeHandlers: CloseHandler[] = [];
@@ -182,24 +182,14 @@ export class Connection {
     }
     const timeoutMs = opts.timeoutMs ?? this.requestTimeoutMs;
     return new Promise<unknown>((resolve, reject) => {
-      const p: Pending = { method, resolve, reject, timer: undefined, signal: undefined, onAbort: undefined };
-      if (timeoutMs > 0) {
-        p.timer = setTimeout(() => {
-          this.settle(id)?.reject(
-            new AstraError('request_timeout', `${this.label}: no answer to ${method} within ${timeoutMs} ms; the peer may be hung or overloaded`, {
-              method,
-              timeoutMs,
-            }),
-          );
-        }, timeoutMs);
-      }
+      const p: Pending = { method, resolve, reject, deadline: timeoutMs > 0 ? performance.now() + timeoutMs : 0, timeoutMs, signal: undefined, onAbort: undefined };
       const signal = opts.signal;
       if (signal) {
         p.signal = signal;
-        p.onAbort = () => this.settle(id)?.reject(this.abortError(method, signal));
+        p.onAbort = () => this.pending.settle(id)?.reject(this.abortError(method, signal));
         signal.addEventListener('abort', p.onAbort, { once: true });
       }
-      this.pending.set(id, p);
+      this.pending.add(id, p);
       this.writer.write(frame);
     });
   }
@@ -379,12 +369,12 @@ export class Connection {
         this.handleRequest(message.id, message.method, message.params, message.trace);
         return;
       case 'response':
-        this.settle(message.id)?.resolve(message.result);
+        this.pending.settle(message.id)?.resolve(message.result);
         return;
       case 'error': {
         const err = AstraError.fromWire(message.error);
         if (message.id === null) this.peerError = err;
-        else this.settle(message.id)?.reject(err);
+        else this.pending.settle(message.id)?.reject(err);
         return;
       }
       case 'notification':
@@ -429,21 +419,8 @@ export class Connection {
 
   // ---- bookkeeping ----
 
-  /** Removes a pending request and its timer/abort listener; undefined for an unknown id. */
-  private settle(id: RequestId): Pending | undefined {
-    const p = this.pending.get(id);
-    if (!p) return undefined;
-    this.pending.delete(id);
-    if (p.timer) clearTimeout(p.timer);
-    if (p.signal && p.onAbort) p.signal.removeEventListener('abort', p.onAbort);
-    return p;
-  }
-
   private rejectAllPending(): void {
-    for (const id of [...this.pending.keys()]) {
-      const p = this.settle(id);
-      p?.reject(this.closedError(p.method));
-    }
+    for (const p of this.pending.takeAll()) p.reject(this.closedError(p.method));
   }
 
   private closedError(method: string): AstraError {

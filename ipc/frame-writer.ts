@@ -120,9 +120,10 @@ export class FrameWriter {
     let size = 0;
     for (let i = 0; i < parts.length; i++) size += parts[i]!.length;
     checkOutgoingSize(size, this.maxPayloadBytes);
-    const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-    header.writeUInt32BE(size, 0);
-    this.appendBytes(header);
+    // The header goes straight into the batch: no 4-byte Buffer per frame (one per event streamed).
+    if (!this.batch || this.batchEnd + FRAME_HEADER_BYTES > this.batch.length) this.newBatch(size + FRAME_HEADER_BYTES < BATCH_BYTES ? size + FRAME_HEADER_BYTES : FRAME_HEADER_BYTES);
+    this.batch!.writeUInt32BE(size, this.batchEnd);
+    this.batchEnd += FRAME_HEADER_BYTES;
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i]!;
       if (part.length >= ZERO_COPY_PART_BYTES) {
@@ -186,6 +187,12 @@ export class FrameWriter {
 
   /** Copies bytes into the current write batch, starting new batches as they fill. */
   private appendBytes(src: Uint8Array): void {
+    const batch = this.batch;
+    if (batch && this.batchEnd + src.length <= batch.length) {
+      batch.set(src, this.batchEnd);
+      this.batchEnd += src.length;
+      return;
+    }
     let off = 0;
     while (off < src.length) {
       if (!this.batch || this.batchEnd === this.batch.length) this.newBatch(1);

@@ -2,6 +2,8 @@
 // request/response correlation in both directions, notifications, dispatch, typed errors, and the
 // lifecycle (one `state`). Writing frames to the socket (batching, backpressure) is FrameWriter's.
 // It checks envelopes (parseMessage), not params: routing and params are the daemon's business.
+// Over 400 lines on purpose: the inbound error paths (bad MessagePack, bad envelope, the rescan for
+// an extension, never answering an error with an error) are one concern and read best together.
 import type net from 'node:net';
 import {
   AstraError,

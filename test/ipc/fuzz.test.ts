@@ -28,7 +28,7 @@ describe('hostile input', () => {
     const h = home();
     const rec = await startDaemon(h);
     const sessionId = await newSession(rec.endpoint, rec.token);
-    const report = await fuzzDaemon({ endpoint: rec.endpoint, token: rec.token, sessionId, seed: SEED, maxFrames: 6_000, maxMs: 5_000 });
+    const report = await fuzzDaemon({ endpoint: rec.endpoint, token: rec.token, sessionId, seed: SEED, maxFrames: 12_000, maxMs: 8_000 });
     const summary = JSON.stringify({ frames: report.frames, byKind: report.byKind, reasons: report.reasons, internalErrors: report.internalErrors });
     expect(report.frames, summary).toBeGreaterThanOrEqual(1_000);
     expect(report.internalErrors, summary).toEqual([]);

@@ -67,7 +67,6 @@ export type RequestHandler = (method: string, params: unknown, ctx: RequestConte
 export type NotificationHandler = (method: string, params: unknown) => void;
 export type CloseHandler = (err: AstraError | undefined) => void;
 
-
 function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }

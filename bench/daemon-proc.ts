@@ -22,7 +22,9 @@ export class DaemonProc {
 
   async start(nodeArgs: string[] = []): Promise<void> {
     // As `astra` starts it (connect-or-spawn): the same node flags.
-    this.proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...nodeArgs, DAEMON], { env: this.env, stdio: ['ignore', 'ignore', 'inherit'] });
+    // BENCH_DAEMON_NODE_FLAGS adds flags, to try one before proposing it for DAEMON_NODE_FLAGS.
+    const extra = process.env.BENCH_DAEMON_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+    this.proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...extra, ...nodeArgs, DAEMON], { env: this.env, stdio: ['ignore', 'ignore', 'inherit'] });
     const proc = this.proc;
     await waitFor('the bench daemon answering', 15_000, async () => {
       if (proc.exitCode !== null) throw new Error(`bench: the daemon exited with ${proc.exitCode}; see ${this.home}/logs/daemon.log`);

@@ -135,7 +135,9 @@ export function killAll(): void {
 
 /** Runs a worker role in a new node process; it talks back with one JSON object per stdout line. */
 export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env, nodeArgs: string[] = []): Child {
-  const proc = spawn(process.execPath, [...nodeArgs, WORKER, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  // BENCH_WORKER_NODE_FLAGS: flags for every measuring process (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+  const extra = process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const proc = spawn(process.execPath, [...extra, ...nodeArgs, WORKER, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
   live.add(proc);
   const messages: Record<string, unknown>[] = [];
   const waiters: ((m: Record<string, unknown>) => void)[] = [];

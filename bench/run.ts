@@ -33,7 +33,11 @@ const IDLE_CONNECTIONS = 100;
 const FLOOD_EVENTS = 50_000;
 const STARTUP_REPEATS = 5;
 const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
-/** BENCH_ONLY=peers,astra,fan,startup,memory,journal,ipc runs a subset (for profiling); the default is all. */
+/**
+ * BENCH_ONLY=peers,astra,cold,fan,startup,memory,journal,ipc runs a subset (for profiling); the
+ * default is all. BENCH_ONLY=rt runs only the round trips of bare and Astra, beside each other
+ * (the full run measures them in `peers` and `astra`).
+ */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const runs = (section: string): boolean => !ONLY || ONLY.includes(section);
 type Kind = (typeof PEERS)[number] | 'astra';
@@ -180,6 +184,66 @@ function touchMemory(): void {
   for (let i = 0; i < 128; i++) fs.writeSync(fd, chunk);
   fs.closeSync(fd);
   fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * The cold streaming row: what a user pays on attaching to a daemon that just started. Bare: a
+ * fresh server process and a fresh client process; Astra: a fresh daemon and a fresh client
+ * process. Neither streams anything before the measured 200,000 events (no warm-up, unlike the
+ * streaming row), so start-up, lazy compilation and heap growth are in the figure on both ends.
+ */
+async function coldRound(): Promise<void> {
+  const dir = tempDir('astra-bench-');
+  const server = await startPeerServer('bare', dir);
+  try {
+    const st = await spawnWorker(['peer', 'bare', 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)]).nextMessage();
+    record('streamCold.eventsPerSec', 'bare', Number(st.eventsPerSec));
+  } finally {
+    server.child.kill();
+    await server.child.exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const daemon = new DaemonProc();
+  await daemon.start();
+  try {
+    const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
+    if (st.events !== STREAM_EVENTS) throw new Error(`bench: the cold astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
+    record('streamCold.eventsPerSec', 'astra', Number(st.eventsPerSec));
+  } finally {
+    await daemon.stop();
+  }
+  log(`  cold     stream bare ${Math.round(samples['streamCold.eventsPerSec']!.bare!.at(-1)!)} ev/s, astra ${Math.round(samples['streamCold.eventsPerSec']!.astra!.at(-1)!)} ev/s`);
+}
+
+/** BENCH_ONLY=rt: the round trips alone, bare then Astra, each with a fresh server. */
+async function rtRound(): Promise<void> {
+  const dir = tempDir('astra-bench-');
+  const server = await startPeerServer('bare', dir);
+  try {
+    const rt = await spawnWorker(['peer', 'bare', 'rt', server.socketPath]).nextMessage();
+    record('rt.p50us', 'bare', Number(rt.p50us));
+    record('rt.p99us', 'bare', Number(rt.p99us));
+    record('rt.callsPerSec', 'bare', Number(rt.callsPerSec));
+  } finally {
+    server.child.kill();
+    await server.child.exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const daemon = new DaemonProc();
+  await daemon.start();
+  try {
+    const rt = await spawnWorker(['astra', 'rt', daemon.home]).nextMessage();
+    record('rt.p50us', 'astra', Number(rt.p50us));
+    record('rt.p99us', 'astra', Number(rt.p99us));
+    record('rt.callsPerSec', 'astra', Number(rt.callsPerSec));
+  } finally {
+    await daemon.stop();
+  }
+  const last = (f: string, k: Kind) => samples[f]![k]!.at(-1)!;
+  log(
+    `  rt       p99 ${(last('rt.p99us', 'astra') / last('rt.p99us', 'bare')).toFixed(2)}× bare, ${PAR_IN_FLIGHT} in flight ${(last('rt.callsPerSec', 'astra') / last('rt.callsPerSec', 'bare')).toFixed(2)}× bare` +
+      ` (p50 ${last('rt.p50us', 'astra').toFixed(1)} vs ${last('rt.p50us', 'bare').toFixed(1)} µs)`,
+  );
 }
 
 async function astraRound(): Promise<void> {
@@ -440,6 +504,8 @@ async function main(): Promise<void> {
     if (runs('astra')) diskWriteRound();
     if (runs('peers')) for (const kind of PEERS) await peerRound(kind);
     if (runs('astra')) await astraRound();
+    if (runs('cold')) await coldRound();
+    if (ONLY?.includes('rt')) await rtRound();
     if (runs('fan')) {
       await peerFanOut('bare');
       await astraFanOut();
@@ -468,9 +534,10 @@ async function main(): Promise<void> {
   const nodeMs = med('startup.nodeMs', 'astra') ?? NaN;
   const figures: Figure[] = [
     figure('rt.p50us', 'round trip, 1 in flight, p50', 'µs', 'lower', '≤ 1.2× bare', (_a, r) => r !== undefined && r <= 1.2),
-    figure('rt.p99us', 'round trip, 1 in flight, p99', 'µs', 'lower', ''),
-    figure('rt.callsPerSec', `round trip, ${PAR_IN_FLIGHT} in flight`, 'calls/s', 'higher', ''),
+    figure('rt.p99us', 'round trip, 1 in flight, p99', 'µs', 'lower', '≤ 1.3× bare', (_a, r) => r !== undefined && r <= 1.3),
+    figure('rt.callsPerSec', `round trip, ${PAR_IN_FLIGHT} in flight`, 'calls/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
     figure('stream.eventsPerSec', `streaming ${STREAM_EVENTS.toLocaleString('en-US')} × ${EVENT_BYTES} B events`, 'events/s', 'higher', '≥ 1.0× bare', (_a, r) => r !== undefined && r >= 1.0),
+    figure('streamCold.eventsPerSec', 'the same, cold: fresh server/daemon and client processes, no warm-up', 'events/s', 'higher', '≥ 1.0× bare', (_a, r) => r !== undefined && r >= 1.0),
     figure('stream.serverCpuUs', 'streaming CPU, server/daemon side', 'µs/event', 'lower', ''),
     figure('stream.clientCpuUs', 'streaming CPU, client side', 'µs/event', 'lower', ''),
     figure('big.mbPerSec', `large output, ${BIG_EVENTS} × 4 MiB output events (peers: 4 MiB frames)`, 'MB/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),

@@ -1,6 +1,9 @@
 // A framed, msgpack-speaking connection over a net.Socket, used by both the daemon and the client:
-// request/response correlation in both directions, notifications, batched writes, typed errors.
+// request/response correlation in both directions, notifications, dispatch, typed errors, and the
+// lifecycle (one `state`). Writing frames to the socket (batching, backpressure) is FrameWriter's.
 // It checks envelopes (parseMessage), not params: routing and params are the daemon's business.
+// Over 400 lines on purpose: the inbound error paths (bad MessagePack, bad envelope, the rescan for
+// an extension, never answering an error with an error) are one concern and read best together.
 import type net from 'node:net';
 import {
   AstraError,
@@ -14,16 +17,11 @@ import {
 import type { DirectReads } from './direct-reads.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
+import { FrameWriter, SOCKET_HIGH_WATER_MARK } from './frame-writer.js';
+import { PendingRequests, type Pending } from './pending-requests.js';
 import { decode, decodeFromTrustedPeer } from './msgpack.js';
 
-/** Socket write high-water mark: above Node's 16 KiB default, which halves streaming throughput. */
-export const SOCKET_HIGH_WATER_MARK = 256 * 1024;
-/** Frames queued in one tick are copied into batches of this size and written once. */
-const BATCH_BYTES = 64 * 1024;
-/** At most this much is handed to the socket at a time (see pump). */
-const SOCKET_INFLIGHT_BYTES = 256 * 1024;
-/** sendParts queues parts at least this big by reference instead of copying them. */
-const ZERO_COPY_PART_BYTES = 16 * 1024;
+export { SOCKET_HIGH_WATER_MARK };
 /** A graceful close that cannot flush within this time becomes a destroy. */
 const CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -69,15 +67,6 @@ export type RequestHandler = (method: string, params: unknown, ctx: RequestConte
 export type NotificationHandler = (method: string, params: unknown) => void;
 export type CloseHandler = (err: AstraError | undefined) => void;
 
-interface Pending {
-  method: string;
-  resolve: (result: unknown) => void;
-  reject: (err: AstraError) => void;
-  timer: NodeJS.Timeout | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-}
-
 function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }
@@ -91,13 +80,11 @@ function readableId(value: unknown): RequestId | null {
   return null;
 }
 
-function raiseHighWaterMark(socket: net.Socket): void {
-  // Accepted sockets are created by net.Server, so the option cannot be passed to them (unless the
-  // server was created with `highWaterMark`); the writable state's field is what write() consults.
-  const state = (socket as unknown as { _writableState?: { highWaterMark?: number } })._writableState;
-  if (state && typeof state.highWaterMark === 'number' && state.highWaterMark < SOCKET_HIGH_WATER_MARK)
-    state.highWaterMark = SOCKET_HIGH_WATER_MARK;
-}
+/**
+ * 'open' until close() or destroy(); 'closing' while a graceful close flushes (or a destroyed
+ * socket has yet to emit 'close'); 'closed' once the socket closed and the close handlers ran.
+ */
+export type ConnectionState = 'open' | 'closing' | 'closed';
 
 export class Connection {
   private readonly socket: net.Socket;
@@ -107,34 +94,24 @@ export class Connection {
   private readonly label: string;
   private readonly onHandlerError: ((err: unknown, where: string) => void) | undefined;
   private readonly decoder: FrameDecoder;
+  private readonly writer: FrameWriter;
 
   private nextId = 1;
-  private readonly pending = new Map<RequestId, Pending>();
+  private readonly pending = new PendingRequests((p) =>
+    p.reject(
+      new AstraError('request_timeout', `${this.label}: no answer to ${p.method} within ${p.timeoutMs} ms; the peer may be hung or overloaded`, {
+        method: p.method,
+        timeoutMs: p.timeoutMs,
+      }),
+    ),
+  );
   private requestHandler: RequestHandler | undefined;
   private readonly notificationHandlers: NotificationHandler[] = [];
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
-  private queueWaiters: { below: number; resolve: () => void }[] = [];
-  private writesDone = 0;
-  private readonly afterWriteBound = () => {
-    this.writesDone++;
-    this.pump(false);
-    this.checkQueueWaiters();
-  };
   private readonly lenientDecode: boolean;
 
-  // Outbound: frames are copied into `batch` from `batchEnd`; [batchStart, batchEnd) is not yet
-  // flushed. Flushed regions stay untouched (the socket may still hold them) until a new batch.
-  private batch: Buffer | undefined;
-  private batchStart = 0;
-  private batchEnd = 0;
-  private outbox: Buffer[] = [];
-  private unflushed = 0;
-  private flushScheduled = false;
-  private readonly flushBound = () => this.flush();
-
-  private closing = false;
-  private finished = false;
+  private stateNow: ConnectionState = 'open';
   private closeError: AstraError | undefined;
   private socketError: Error | undefined;
   private peerError: AstraError | undefined;
@@ -154,13 +131,14 @@ export class Connection {
       onFrame: (payload) => this.handleFrame(payload),
       onError: (err) => this.handleFramingError(err),
     });
-    raiseHighWaterMark(socket);
+    this.writer = new FrameWriter(socket, opts.maxOutgoingBytes, () => {
+      for (const handler of this.drainHandlers) this.callSafely(handler, 'onDrain');
+    });
     if (opts.directReads) opts.directReads.attach(this.decoder);
     else socket.on('data', (chunk: Buffer) => this.decoder.push(chunk));
     socket.on('error', (err) => {
       this.socketError ??= err;
     });
-    socket.on('drain', () => this.emitDrain());
     // The peer ended its side: nothing more will arrive, so pending requests cannot be answered.
     socket.on('end', () => this.close());
     socket.on('close', () => this.finish());
@@ -169,17 +147,21 @@ export class Connection {
 
   /** Socket writes completed so far: it changes whenever the peer is taking data (progress, however slow). */
   get progress(): number {
-    return this.writesDone;
+    return this.writer.progress;
   }
 
   /** Bytes accepted but not yet handed to the kernel: our unflushed batch plus the socket's buffer. */
   get queuedBytes(): number {
-    return this.unflushed + (this.socket.writableLength ?? 0);
+    return this.writer.queuedBytes;
+  }
+
+  get state(): ConnectionState {
+    return this.stateNow;
   }
 
   /** True once the connection accepts no more work: close() or destroy() was called, or the socket closed. */
   get closed(): boolean {
-    return this.closing || this.finished;
+    return this.stateNow !== 'open';
   }
 
   get pendingRequests(): number {
@@ -201,25 +183,15 @@ export class Connection {
     }
     const timeoutMs = opts.timeoutMs ?? this.requestTimeoutMs;
     return new Promise<unknown>((resolve, reject) => {
-      const p: Pending = { method, resolve, reject, timer: undefined, signal: undefined, onAbort: undefined };
-      if (timeoutMs > 0) {
-        p.timer = setTimeout(() => {
-          this.settle(id)?.reject(
-            new AstraError('request_timeout', `${this.label}: no answer to ${method} within ${timeoutMs} ms; the peer may be hung or overloaded`, {
-              method,
-              timeoutMs,
-            }),
-          );
-        }, timeoutMs);
-      }
+      const p: Pending = { method, resolve, reject, deadline: timeoutMs > 0 ? performance.now() + timeoutMs : 0, timeoutMs, signal: undefined, onAbort: undefined };
       const signal = opts.signal;
       if (signal) {
         p.signal = signal;
-        p.onAbort = () => this.settle(id)?.reject(this.abortError(method, signal));
+        p.onAbort = () => this.pending.settle(id)?.reject(this.abortError(method, signal));
         signal.addEventListener('abort', p.onAbort, { once: true });
       }
-      this.pending.set(id, p);
-      this.enqueue(frame);
+      this.pending.add(id, p);
+      this.writer.write(frame);
     });
   }
 
@@ -228,21 +200,13 @@ export class Connection {
     if (this.closed) return;
     const message: { method: string; params?: unknown } = { method };
     if (params !== undefined) message.params = params;
-    this.enqueue(this.pack(message, `the params of ${method}`));
+    this.writer.write(this.pack(message, `the params of ${method}`));
   }
 
   /** Queues a frame made by encodeFrame (encode once, send to many). A no-op once closed. */
   sendFrame(frame: Buffer): void {
     if (this.closed) return;
-    const size = frame.length - 4;
-    if (frame.length < 4 || frame.readUInt32BE(0) !== size)
-      throw new AstraError('internal_error', 'sendFrame needs a whole frame from encodeFrame');
-    if (size > this.maxOutgoingBytes)
-      throw new AstraError('frame_too_large', `the frame is ${size} bytes; the limit for this direction is ${this.maxOutgoingBytes}`, {
-        size,
-        limit: this.maxOutgoingBytes,
-      });
-    this.enqueue(frame);
+    this.writer.writeWhole(frame);
   }
 
   /**
@@ -253,25 +217,7 @@ export class Connection {
    */
   sendParts(parts: readonly Uint8Array[]): void {
     if (this.closed) return;
-    let size = 0;
-    for (let i = 0; i < parts.length; i++) size += parts[i]!.length;
-    if (size > this.maxOutgoingBytes)
-      throw new AstraError('frame_too_large', `the frame is ${size} bytes; the limit for this direction is ${this.maxOutgoingBytes}`, {
-        size,
-        limit: this.maxOutgoingBytes,
-      });
-    const header = Buffer.allocUnsafe(4);
-    header.writeUInt32BE(size, 0);
-    this.appendBytes(header);
-    for (let i = 0; i < parts.length; i++) {
-      const part = parts[i]!;
-      if (part.length >= ZERO_COPY_PART_BYTES) {
-        this.sealBatch();
-        this.outbox.push(Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.length));
-      } else this.appendBytes(part);
-    }
-    this.unflushed += size + 4;
-    this.scheduleFlush();
+    this.writer.writeParts(parts);
   }
 
   /**
@@ -279,8 +225,8 @@ export class Connection {
    * or the connection closed.
    */
   whenQueueBelow(bytes: number): Promise<void> {
-    if (this.closed || this.queuedBytes < bytes) return Promise.resolve();
-    return new Promise((resolve) => this.queueWaiters.push({ below: bytes, resolve }));
+    if (this.closed) return Promise.resolve();
+    return this.writer.whenQueueBelow(bytes);
   }
 
   /**
@@ -297,7 +243,7 @@ export class Connection {
 
   /** Called once, when the socket has closed; with the reason, or undefined for a clean close. */
   onClose(handler: CloseHandler): void {
-    if (this.finished) queueMicrotask(() => this.callSafely(() => handler(this.closeError), 'onClose'));
+    if (this.stateNow === 'closed') queueMicrotask(() => this.callSafely(() => handler(this.closeError), 'onClose'));
     else this.closeHandlers.push(handler);
   }
 
@@ -309,11 +255,12 @@ export class Connection {
   /** Graceful: rejects pending requests, flushes what is queued, then ends the socket. */
   close(err?: AstraError): void {
     if (this.closed) return;
-    this.closing = true;
+    this.stateNow = 'closing';
+    this.writer.release();
     this.closeError ??= err;
     this.decoder.dispose();
     this.rejectAllPending();
-    this.flush(true);
+    this.writer.flush(true);
     this.socket.end();
     this.closeTimer = setTimeout(() => this.socket.destroy(), CLOSE_FLUSH_TIMEOUT_MS);
     this.closeTimer.unref();
@@ -321,13 +268,13 @@ export class Connection {
 
   /** Immediate: drops what is queued and destroys the socket. */
   destroy(err?: AstraError): void {
-    if (this.finished) return;
-    this.closing = true;
+    if (this.stateNow === 'closed') return;
+    this.stateNow = 'closing';
+    this.writer.release();
     this.closeError ??= err;
     this.decoder.dispose();
     this.rejectAllPending();
-    this.outbox = [];
-    this.unflushed = 0;
+    this.writer.discard(false);
     this.socket.destroy();
   }
 
@@ -342,107 +289,9 @@ export class Connection {
     }
   }
 
-  /** Copies bytes into the current write batch, starting new batches as they fill. */
-  private appendBytes(src: Uint8Array): void {
-    let off = 0;
-    while (off < src.length) {
-      if (!this.batch || this.batchEnd === this.batch.length) {
-        this.sealBatch();
-        this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
-        this.batchStart = this.batchEnd = 0;
-      }
-      const n = Math.min(src.length - off, this.batch.length - this.batchEnd);
-      this.batch.set(off === 0 && n === src.length ? src : src.subarray(off, off + n), this.batchEnd);
-      this.batchEnd += n;
-      off += n;
-    }
-  }
-
-  private scheduleFlush(): void {
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      queueMicrotask(this.flushBound);
-    }
-  }
-
-  private checkQueueWaiters(): void {
-    if (this.queueWaiters.length === 0) return;
-    const queued = this.closed ? -1 : this.queuedBytes;
-    const keep: { below: number; resolve: () => void }[] = [];
-    for (const w of this.queueWaiters) {
-      if (queued < w.below) w.resolve();
-      else keep.push(w);
-    }
-    this.queueWaiters = keep;
-  }
-
-  private enqueue(frame: Buffer): void {
-    const n = frame.length;
-    if (n >= BATCH_BYTES) {
-      this.sealBatch();
-      this.outbox.push(frame);
-    } else {
-      if (!this.batch || this.batchEnd + n > this.batch.length) {
-        this.sealBatch();
-        this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
-        this.batchStart = this.batchEnd = 0;
-      }
-      frame.copy(this.batch, this.batchEnd);
-      this.batchEnd += n;
-    }
-    this.unflushed += n;
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      queueMicrotask(this.flushBound);
-    }
-  }
-
-  private sealBatch(): void {
-    if (this.batch && this.batchEnd > this.batchStart) {
-      this.outbox.push(this.batch.subarray(this.batchStart, this.batchEnd));
-      this.batchStart = this.batchEnd;
-    }
-  }
-
-  /** Hands what is queued to the socket: in slices (see pump), or all of it (`all`, before ending). */
-  private flush(all = false): void {
-    this.flushScheduled = false;
-    this.sealBatch();
-    this.pump(all);
-  }
-
-  /**
-   * Hands queued buffers to the socket while it holds less than SOCKET_INFLIGHT_BYTES (all of them
-   * when `all`); each write's callback hands over more. Node passes everything buffered behind a
-   * write to the kernel as one writev and completes it at once, so handing over a megabyte would
-   * make the queue drop from a megabyte to nothing in one step; in slices, whenQueueBelow waiters
-   * (a paused subscriber) hear of progress while the socket still has data in flight.
-   */
-  private pump(all: boolean): void {
-    const out = this.outbox;
-    if (out.length === 0) return;
-    if (this.socket.destroyed || this.finished) {
-      this.outbox = [];
-      this.unflushed = 0;
-      return;
-    }
-    let i = 0;
-    // Corked, the buffers handed over together go to the kernel as one writev, not a write each
-    // (a large event is a small head and its body, which stays where it is: zero-copy).
-    const cork = out.length > 1;
-    if (cork) this.socket.cork();
-    while (i < out.length && (all || this.socket.writableLength < SOCKET_INFLIGHT_BYTES)) {
-      const b = out[i++]!;
-      this.unflushed -= b.length;
-      this.socket.write(b, this.afterWriteBound);
-    }
-    if (cork) this.socket.uncork();
-    this.outbox = i === out.length ? [] : out.slice(i);
-  }
-
   private send(message: object): void {
-    if (this.finished || this.socket.destroyed) return;
-    this.enqueue(packFrame(message, this.maxOutgoingBytes));
+    if (this.stateNow === 'closed' || this.socket.destroyed) return;
+    this.writer.write(packFrame(message, this.maxOutgoingBytes));
   }
 
   private sendError(id: RequestId | null, err: AstraError): void {
@@ -456,7 +305,7 @@ export class Connection {
   }
 
   private respond(id: RequestId, method: string, result: unknown): void {
-    if (this.finished || this.socket.destroyed) return;
+    if (this.stateNow === 'closed' || this.socket.destroyed) return;
     let frame: Buffer;
     try {
       frame = packFrame({ id, result: result ?? null }, this.maxOutgoingBytes);
@@ -469,7 +318,7 @@ export class Connection {
       }
       return;
     }
-    this.enqueue(frame);
+    this.writer.write(frame);
   }
 
   private respondThrown(id: RequestId, method: string, e: unknown): void {
@@ -521,12 +370,12 @@ export class Connection {
         this.handleRequest(message.id, message.method, message.params, message.trace);
         return;
       case 'response':
-        this.settle(message.id)?.resolve(message.result);
+        this.pending.settle(message.id)?.resolve(message.result);
         return;
       case 'error': {
         const err = AstraError.fromWire(message.error);
         if (message.id === null) this.peerError = err;
-        else this.settle(message.id)?.reject(err);
+        else this.pending.settle(message.id)?.reject(err);
         return;
       }
       case 'notification':
@@ -571,21 +420,8 @@ export class Connection {
 
   // ---- bookkeeping ----
 
-  /** Removes a pending request and its timer/abort listener; undefined for an unknown id. */
-  private settle(id: RequestId): Pending | undefined {
-    const p = this.pending.get(id);
-    if (!p) return undefined;
-    this.pending.delete(id);
-    if (p.timer) clearTimeout(p.timer);
-    if (p.signal && p.onAbort) p.signal.removeEventListener('abort', p.onAbort);
-    return p;
-  }
-
   private rejectAllPending(): void {
-    for (const id of [...this.pending.keys()]) {
-      const p = this.settle(id);
-      p?.reject(this.closedError(p.method));
-    }
+    for (const p of this.pending.takeAll()) p.reject(this.closedError(p.method));
   }
 
   private closedError(method: string): AstraError {
@@ -603,13 +439,12 @@ export class Connection {
   }
 
   private finish(): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.closing = true;
+    if (this.stateNow === 'closed') return;
+    this.stateNow = 'closed';
+    this.writer.release();
     if (this.closeTimer) clearTimeout(this.closeTimer);
     this.decoder.dispose();
-    this.outbox = [];
-    this.unflushed = 0;
+    this.writer.discard(true);
     if (!this.closeError) {
       if (this.peerError) this.closeError = this.peerError;
       else if (this.socketError)
@@ -618,17 +453,10 @@ export class Connection {
         });
     }
     this.rejectAllPending();
-    this.checkQueueWaiters();
+    this.writer.checkQueueWaiters();
     const handlers = this.closeHandlers;
     this.closeHandlers = [];
     for (const handler of handlers) this.callSafely(() => handler(this.closeError), 'onClose');
-  }
-
-  private emitDrain(): void {
-    this.pump(false);
-    this.checkQueueWaiters();
-    // Drained means all of it: not while buffers are still waiting for their turn (see pump).
-    if (this.outbox.length === 0) for (const handler of this.drainHandlers) this.callSafely(handler, 'onDrain');
   }
 
   private callSafely(fn: () => void, where: string): void {

@@ -133,6 +133,7 @@ export class FrameDecoder {
   dispose(): void {
     this.stopped = true;
     this.direct = undefined;
+    this.scratch = undefined;
     this.chunks = [];
     this.offset = 0;
     this.buffered = 0;

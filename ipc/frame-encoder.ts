@@ -1,5 +1,6 @@
 // messages → frames: a 4-byte big-endian payload length, then the MessagePack payload.
-import { AstraError, FRAME_HEADER_BYTES } from '../protocol/index.js';
+import { FRAME_HEADER_BYTES } from '../protocol/index.js';
+import { checkOutgoingSize } from './frame-writer.js';
 import { packWithReserve } from './msgpack.js';
 
 /** Frames at least this big are not copied out of msgpackr's buffer (packWithReserve frees it). */
@@ -12,11 +13,7 @@ const COPY_BELOW_BYTES = 1024 * 1024;
 export function packFrame(value: unknown, maxPayloadBytes: number): Buffer {
   const out = packWithReserve(value, FRAME_HEADER_BYTES);
   const size = out.length - FRAME_HEADER_BYTES;
-  if (size > maxPayloadBytes)
-    throw new AstraError('frame_too_large', `the message is ${size} bytes; the limit for this direction is ${maxPayloadBytes}`, {
-      size,
-      limit: maxPayloadBytes,
-    });
+  checkOutgoingSize(size, maxPayloadBytes);
   out.writeUInt32BE(size, 0);
   return out;
 }

@@ -1,12 +1,14 @@
-// ipc/: frame codec with directional limits, msgpack settings, Connection, endpoints.
+// ipc/: frame codec with directional limits, msgpack settings, the frame writer, Connection, endpoints.
 export { encode, decode, packWithReserve } from './msgpack.js';
 export { packEventBody, sessionWire, arrayHeader, type SessionWire } from './wire-bytes.js';
 export { encodeFrame } from './frame-encoder.js';
 export { FrameDecoder, type FrameDecoderOptions } from './frame-decoder.js';
 export { DirectReads } from './direct-reads.js';
+export { FrameWriter, checkOutgoingSize } from './frame-writer.js';
 export {
   Connection,
   SOCKET_HIGH_WATER_MARK,
+  type ConnectionState,
   type ConnectionOptions,
   type RequestOptions,
   type RequestContext,

@@ -16,19 +16,57 @@ export const TWO_32 = 0x1_0000_0000;
 const REWRITE_FLOATS = 0;
 const FIND_FOREIGN = 1;
 
+/** Items still to come in each open map or array (a map of n entries counts 2n), and which are maps. */
+let openItems = new Float64Array(64);
+let openIsMap = new Uint8Array(64);
+
+function isExtensionToken(b: number): boolean {
+  return (b >= 0xc7 && b <= 0xc9) || (b >= 0xd4 && b <= 0xd8);
+}
+
+function isStringToken(b: number): boolean {
+  return (b >= 0xa0 && b <= 0xbf) || b === 0xd9 || b === 0xda || b === 0xdb;
+}
+
+/** What a MessagePack token's first byte says the value is, for error messages. */
+export function tokenTypeName(b: number): string {
+  if (b <= 0x7f || b >= 0xe0 || (b >= 0xcc && b <= 0xd3)) return 'an integer';
+  if (b <= 0x8f || b === 0xde || b === 0xdf) return 'a map';
+  if (b <= 0x9f || b === 0xdc || b === 0xdd) return 'an array';
+  if (b <= 0xbf || (b >= 0xd9 && b <= 0xdb)) return 'a string';
+  if (b === 0xc0) return 'a nil';
+  if (b === 0xc2 || b === 0xc3) return 'a boolean';
+  if (b === 0xca || b === 0xcb) return 'a float';
+  if (b >= 0xc4 && b <= 0xc6) return 'a bin';
+  return 'an extension';
+}
+
 /**
  * One pass over msgpack tokens (not values: map and array headers are followed by their items as
  * tokens), skipping string, bin and ext payloads. In REWRITE_FLOATS mode it rewrites integral
  * float64s in place; in FIND_FOREIGN mode it returns the offset of the first extension or 0xc1
- * byte. Returns -1 otherwise.
+ * byte, or of the first map key that is not a string (msgpackr would turn an integer key into a
+ * string silently and refuse a bin key with a message about its own options). Returns -1 otherwise.
  */
 function scanTokens(buf: Buffer, start: number, end: number, mode: typeof REWRITE_FLOATS | typeof FIND_FOREIGN): number {
   let p = start;
+  let depth = 0;
   while (p < end) {
     const b = buf[p]!;
+    if (mode === FIND_FOREIGN && depth > 0) {
+      const top = depth - 1;
+      const left = openItems[top]!;
+      if (openIsMap[top] === 1 && left % 2 === 0 && !isStringToken(b)) return p;
+      openItems[top] = left - 1;
+      // Containers this token completes are closed now; one this token opens is pushed below.
+      while (depth > 0 && openItems[depth - 1] === 0) depth--;
+    }
     if (b <= 0x7f || b >= 0xe0) p += 1; // fixint
-    else if (b <= 0x9f) p += 1; // fixmap / fixarray header
-    else if (b <= 0xbf) p += 1 + (b & 0x1f); // fixstr
+    else if (b <= 0x9f) {
+      // fixmap / fixarray header
+      if (mode === FIND_FOREIGN && (b & 0x0f) > 0) depth = open(depth, b <= 0x8f ? 2 * (b & 0x0f) : b & 0x0f, b <= 0x8f);
+      p += 1;
+    } else if (b <= 0xbf) p += 1 + (b & 0x1f); // fixstr
     else {
       switch (b) {
         case 0xcb: {
@@ -56,8 +94,18 @@ function scanTokens(buf: Buffer, start: number, end: number, mode: typeof REWRIT
         case 0xd9: p += 2 + buf[p + 1]!; break;
         case 0xda: p += 3 + buf.readUInt16BE(p + 1); break;
         case 0xdb: p += 5 + buf.readUInt32BE(p + 1); break;
-        case 0xdc: case 0xde: p += 3; break;
-        case 0xdd: case 0xdf: p += 5; break;
+        case 0xdc: case 0xde: {
+          const n = buf.readUInt16BE(p + 1);
+          if (mode === FIND_FOREIGN && n > 0) depth = open(depth, b === 0xde ? 2 * n : n, b === 0xde);
+          p += 3;
+          break;
+        }
+        case 0xdd: case 0xdf: {
+          const n = buf.readUInt32BE(p + 1);
+          if (mode === FIND_FOREIGN && n > 0) depth = open(depth, b === 0xdf ? 2 * n : n, b === 0xdf);
+          p += 5;
+          break;
+        }
         default: {
           // 0xc1 (never used) and the extension family 0xc7-0xc9, 0xd4-0xd8.
           if (mode === FIND_FOREIGN) return p;
@@ -71,6 +119,21 @@ function scanTokens(buf: Buffer, start: number, end: number, mode: typeof REWRIT
     }
   }
   return -1;
+}
+
+/** Pushes a container of `items` tokens; returns the new depth. */
+function open(depth: number, items: number, isMap: boolean): number {
+  if (depth === openItems.length) {
+    const items2 = new Float64Array(depth * 2);
+    items2.set(openItems);
+    openItems = items2;
+    const maps2 = new Uint8Array(depth * 2);
+    maps2.set(openIsMap);
+    openIsMap = maps2;
+  }
+  openItems[depth] = items;
+  openIsMap[depth] = isMap ? 1 : 0;
+  return depth + 1;
 }
 
 /**
@@ -122,6 +185,10 @@ export function decode(bytes: Uint8Array): unknown {
   if (foreign !== -1) {
     const b = buf[foreign]!;
     if (b === 0xc1) throw new AstraError('parse_error', `the frame is not valid MessagePack: byte 0xc1 at offset ${foreign}`);
+    if (!isExtensionToken(b))
+      throw new AstraError('invalid_request', `map keys must be strings; found ${tokenTypeName(b)} key at offset ${foreign}`, {
+        offset: foreign,
+      });
     const type = buf[foreign + (b >= 0xd4 ? 1 : b === 0xc7 ? 2 : b === 0xc8 ? 3 : 5)];
     throw new AstraError('invalid_request', `MessagePack extension type ${type} at offset ${foreign} is not part of the protocol; send plain values`, {
       extensionType: type,

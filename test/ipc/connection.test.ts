@@ -430,3 +430,42 @@ describe('Connection outbound queue', () => {
 
 // Keep the type import used for the raw socket helpers.
 export type { net };
+
+describe('FrameWriter through Connection', () => {
+  it('sends any mix of part sizes, whole frames and notifications byte for byte and in order, across batch boundaries', async () => {
+    const { server, raw } = await rawPeer();
+    // Collect raw payloads: each frame is [seq, bin] whose bin is split into parts of random sizes.
+    const payloads: Buffer[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: LIMITS.maxFrameBytes, onFrame: (p) => payloads.push(Buffer.from(p)), onError: () => {} });
+    raw.removeAllListeners('data');
+    raw.on('data', (c: Buffer) => decoder.push(c));
+    let seed = 7;
+    const rand = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+    const expected: unknown[] = [];
+    for (let i = 0; i < 400; i++) {
+      const kind = rand(4);
+      if (kind === 0) {
+        server.notify('n', { i });
+        expected.push({ method: 'n', params: { i } });
+        continue;
+      }
+      // Sizes from a few bytes to past the 64 KiB batch, so parts land copied, by reference and split.
+      const size = rand(5) === 0 ? 16 * 1024 + rand(80 * 1024) : rand(3000);
+      const bin = Buffer.alloc(size);
+      for (let b = 0; b < size; b += 97) bin[b] = (i + b) & 0xff;
+      const head = Buffer.from([0x92, 0xcd, i >> 8, i & 0xff, 0xc6, 0, 0, 0, 0]);
+      head.writeUInt32BE(size, 5);
+      const parts: Buffer[] = [head];
+      for (let at = 0; at < size; ) {
+        const n = Math.min(size - at, 1 + rand(kind === 1 ? 40_000 : 500));
+        parts.push(bin.subarray(at, at + n));
+        at += n;
+      }
+      server.sendParts(parts);
+      expected.push([i, bin]);
+      if (rand(10) === 0) await new Promise((r) => setImmediate(r));
+    }
+    await waitFor(() => payloads.length === expected.length, 'every frame');
+    expect(payloads.map((p) => decode(p))).toEqual(expected);
+  });
+});

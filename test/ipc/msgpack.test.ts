@@ -127,6 +127,34 @@ describe('msgpack settings', () => {
     }
   });
 
+  it('refuses a map key that is not a string, at any depth, with one invalid_request naming its type and offset', () => {
+    const cases: [string, number[], RegExp][] = [
+      ['integer key', [0x81, 0x01, 0x02], /found an integer key at offset 1$/],
+      ['bin key', [0x81, 0xc4, 0x01, 0x61, 0x02], /found a bin key at offset 1$/],
+      ['nil key', [0x81, 0xc0, 0x01], /found a nil key at offset 1$/],
+      ['array key', [0x81, 0x90, 0x01], /found an array key at offset 1$/],
+      // {a: [{b: 1}], c: {5: 0}}: the bad key sits after a finished array of maps.
+      ['integer key, nested', [0x82, 0xa1, 0x61, 0x91, 0x81, 0xa1, 0x62, 0x01, 0xa1, 0x63, 0x81, 0xcc, 0x05, 0x00], /found an integer key at offset 11$/],
+      ['integer key in a map16', [0xde, 0x00, 0x01, 0x07, 0x01], /found an integer key at offset 3$/],
+    ];
+    for (const [name, bytes, message] of cases) {
+      let caught: unknown;
+      try {
+        decode(Buffer.from(bytes));
+      } catch (e) {
+        caught = e;
+      }
+      expect(caught, name).toBeInstanceOf(AstraError);
+      expect((caught as AstraError).reason, name).toBe('invalid_request');
+      expect((caught as AstraError).message, name).toMatch(/^map keys must be strings; /);
+      expect((caught as AstraError).message, name).toMatch(message);
+      expect((caught as AstraError).message, name).not.toMatch(/mapsAsObjects/);
+    }
+    // Integer values (not keys), maps inside arrays and arrays inside maps all still decode.
+    expect(decode(Buffer.from([0x82, 0xa1, 0x61, 0x92, 0x81, 0xa1, 0x62, 0x01, 0x05, 0xa1, 0x63, 0x81, 0xa1, 0x64, 0x00]))).toEqual({ a: [{ b: 1 }, 5], c: { d: 0 } });
+    expect(decode(Buffer.from([0x93, 0x80, 0x01, 0x02]))).toEqual([{}, 1, 2]);
+  });
+
   it('never emits msgpackr extensions for the values the protocol uses', () => {
     // A Packr with defaults would use records (0xd4 0x72 ...); ours must not.
     const value = { a: { b: 1 }, c: [{ b: 2 }, { b: 3 }] };

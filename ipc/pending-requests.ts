@@ -1,0 +1,89 @@
+// The requests a connection sent and has not had answered: by id, each with its deadline and abort
+// signal. One timer serves every deadline (armed for the earliest): a timer set and cleared per
+// request cost a round trip about a tenth of its time (node timers are a list insert and removal).
+import type { AstraError, RequestId } from '../protocol/index.js';
+
+export interface Pending {
+  method: string;
+  resolve: (result: unknown) => void;
+  reject: (err: AstraError) => void;
+  /** performance.now() after which the request times out; 0 = never. */
+  deadline: number;
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+export class PendingRequests {
+  private readonly byId = new Map<RequestId, Pending>();
+  private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (Infinity: not armed). */
+  private timerAt = Infinity;
+  private readonly sweepBound = () => this.sweep();
+
+  /** `onTimeout`: a request's deadline passed (it has been removed already). */
+  constructor(private readonly onTimeout: (p: Pending) => void) {}
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  add(id: RequestId, p: Pending): void {
+    this.byId.set(id, p);
+    if (p.deadline > 0) {
+      if (p.deadline < this.timerAt) this.arm(p.deadline);
+      // A timer armed for an answered request is kept, but must not keep the process alive alone.
+      else if (this.timer && !this.timer.hasRef()) this.timer.ref();
+    }
+  }
+
+  /** Removes a pending request and its abort listener; undefined for an unknown id. */
+  settle(id: RequestId): Pending | undefined {
+    const p = this.byId.get(id);
+    if (!p) return undefined;
+    this.byId.delete(id);
+    if (this.byId.size === 0) this.timer?.unref();
+    if (p.signal && p.onAbort) p.signal.removeEventListener('abort', p.onAbort);
+    return p;
+  }
+
+  /** Removes every pending request, in the order they were sent, and stops the timer. */
+  takeAll(): Pending[] {
+    const all: Pending[] = [];
+    for (const id of [...this.byId.keys()]) all.push(this.settle(id)!);
+    this.disarm();
+    return all;
+  }
+
+  private arm(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.sweepBound, Math.max(0, at - performance.now()));
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private sweep(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    const expired: RequestId[] = [];
+    for (const [id, p] of this.byId) {
+      if (p.deadline === 0) continue;
+      // Timers may fire a little early by performance.now(): within a millisecond counts as due.
+      if (p.deadline <= now + 1) expired.push(id);
+      else if (p.deadline < next) next = p.deadline;
+    }
+    for (const id of expired) {
+      const p = this.settle(id);
+      if (p) this.onTimeout(p);
+    }
+    // onTimeout may have sent a request (and armed the timer for it).
+    if (next < this.timerAt) this.arm(next);
+  }
+}

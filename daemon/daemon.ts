@@ -240,7 +240,10 @@ export class Daemon {
         setImmediate(() => conn.close(err));
         throw err;
       });
-      setTimeout(() => conn.destroy(err), LIMITS.handshakeDeadlineMs).unref();
+      const refusal = setTimeout(() => conn.destroy(err), LIMITS.handshakeDeadlineMs);
+      refusal.unref();
+      // A refused client that leaves at once must not be held (with its buffers) until the deadline.
+      conn.onClose(() => clearTimeout(refusal));
       return;
     }
     this.peers.set(peer.id, peer);

@@ -94,6 +94,8 @@ function asDiskFull(e: unknown, file: string): unknown {
   return code === 'ENOSPC' || code === 'EDQUOT' ? diskFull(file, code, 'nothing was created') : e;
 }
 
+const NO_ARENA = Buffer.alloc(0);
+
 export class SessionJournal {
   readonly file: string;
   private fd: number;
@@ -107,7 +109,8 @@ export class SessionJournal {
   private directWriter: DirectWriter | undefined;
   /** Called after an asynchronous write has completed and what was queued behind it was written, with the error if one failed. */
   onWritten: ((err?: Error) => void) | undefined;
-  private arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
+  // Allocated on the first append: a loaded session that writes nothing keeps no arena.
+  private arena: Buffer = NO_ARENA;
   private arenaStart = 0;
   private arenaEnd = 0;
   private syncing: Promise<void> | undefined;

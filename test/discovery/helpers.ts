@@ -5,14 +5,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
 
+export { tempDir } from '../helpers/processes.js';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** A fresh temp dir, removed when the test ends. Short, so socket paths fit. */
-export function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'astra-t-'));
-  onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Runs one of this folder's .mjs helpers; it is SIGKILLed by pid when the test ends. */
 export function spawnHelper(script: string, args: string[]): ChildProcess {

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
+import { afterEach, onTestFinished } from 'vitest';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = path.join(ROOT, 'dist', 'cli', 'main.js');
@@ -120,14 +120,36 @@ export function processesOfHome(home: string): number[] {
   return pids;
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+/**
+ * The one wait of the test suite: polls `probe` until it returns something other than undefined or
+ * false, and fails naming `what` once `deadlineMs` has passed. Every test waits for the event it
+ * needs through this, with a deadline — never a fixed sleep.
+ */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs = 10_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
     const v = await probe();
     if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, delay));
   }
+}
+
+/** A fresh temp dir (short, so socket paths fit); inside a test it is removed when the test ends. */
+export function tempDir(prefix = 'astra-t-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  try {
+    onTestFinished(() => {
+      try {
+        fs.rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // Still a mount point (a test's tmpfs, unmounted by its own cleanup) or already gone.
+      }
+    });
+  } catch {
+    // Made outside a test (a beforeAll, a describe body): the caller removes it.
+  }
+  return dir;
 }
 
 /** Kills every process started for this home (daemons, clients) by pid, then removes the home. */

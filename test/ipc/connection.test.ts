@@ -116,7 +116,7 @@ describe('Connection', () => {
     client.onNotification((method, params) => got.push([method, params]));
     for (let i = 0; i < 50; i++) server.notify('session/event', { i });
     server.notify('daemon/shuttingDown');
-    await waitFor(() => got.length === 51, '51 notifications');
+    await waitFor('51 notifications', () => got.length === 51);
     expect(got[0]).toEqual(['session/event', { i: 0 }]);
     expect(got[49]).toEqual(['session/event', { i: 49 }]);
     expect(got[50]).toEqual(['daemon/shuttingDown', undefined]);
@@ -177,13 +177,13 @@ describe('Connection', () => {
     const { server, client } = await connectedPair();
     server.onRequest(() => new Promise(() => {}));
     const pending = Array.from({ length: 20 }, (_, i) => client.request('hang', { i }).catch((e: unknown) => e));
-    await waitFor(() => true, 'nothing');
+    await waitFor('nothing', () => true);
     const closes: (AstraError | undefined)[] = [];
     client.onClose((e) => closes.push(e));
     server.close();
     const errors = (await Promise.all(pending)) as AstraError[];
     for (const e of errors) expect(e.reason).toBe('connection_closed');
-    await waitFor(() => closes.length === 1, 'the client onClose');
+    await waitFor('the client onClose', () => closes.length === 1);
     expect(client.closed).toBe(true);
     await expect(client.request('after')).rejects.toMatchObject({ reason: 'connection_closed' });
     expect(closes).toHaveLength(1);
@@ -207,11 +207,11 @@ describe('Connection', () => {
     const chunk = { data: Buffer.alloc(32 * 1024, 1) };
     for (let i = 0; i < 64; i++) server.notify('n', chunk);
     expect(server.queuedBytes).toBeGreaterThan(2 * 1024 * 1024);
-    await waitFor(() => server.queuedBytes > 0 && server.queuedBytes < 3 * 1024 * 1024, 'the batch to reach the socket');
+    await waitFor('the batch to reach the socket', () => server.queuedBytes > 0 && server.queuedBytes < 3 * 1024 * 1024);
     let received = 0;
     client.onNotification(() => received++);
     pair.client.resume();
-    await waitFor(() => received === 64 && drained > 0, 'all 64 frames and a drain event');
+    await waitFor('all 64 frames and a drain event', () => received === 64 && drained > 0);
     expect(server.queuedBytes).toBe(0);
   });
 });
@@ -229,7 +229,7 @@ describe('Connection with a hostile peer', () => {
     writeFrame([0x01, 0x02]); // trailing bytes
     writeFrame(Buffer.from('GET / HTTP/1.1\r\n\r\n'));
     writeFrame(encode({ id: 7, method: 'ping', params: {} }));
-    await waitFor(() => received.length === 7, '7 replies');
+    await waitFor('7 replies', () => received.length === 7);
     const replies = received as ErrorReply[];
     expect(replies[3]!.error.data!.reason).toBe('invalid_request'); // the extension type
     for (const r of [...replies.slice(0, 3), ...replies.slice(4, 6)]) {
@@ -253,7 +253,7 @@ describe('Connection with a hostile peer', () => {
     writeFrame(fancy.pack({ id: 4, method: 'm', params: { err: new Error('e') } }));
     writeFrame(new Packr({ useRecords: true }).pack({ id: 5, method: 'm', params: {} }));
     writeFrame(encode({ id: 6, method: 'm', params: {} }));
-    await waitFor(() => received.length === 6, '6 replies');
+    await waitFor('6 replies', () => received.length === 6);
     const replies = received as (ErrorReply | { id: number; result: unknown })[];
     const last = replies.pop();
     expect(last).toEqual({ id: 6, result: 'ok' });
@@ -285,7 +285,7 @@ describe('Connection with a hostile peer', () => {
       [6, deep, 'constructor'],
     ] as const;
     for (const [id, wrap, name] of cases) writeFrame(raw(id, wrap, name));
-    await waitFor(() => received.length === cases.length, 'one reply per case');
+    await waitFor('one reply per case', () => received.length === cases.length);
     const replies = received as ErrorReply[];
     replies.forEach((r, i) => {
       expect(r.id).toBe(cases[i]![0]);
@@ -314,7 +314,7 @@ describe('Connection with a hostile peer', () => {
     ];
     for (const b of bad) writeFrame(encode(b));
     writeFrame(encode({ id: 99, method: 'm' }));
-    await waitFor(() => received.length === bad.length + 1, 'one reply per message');
+    await waitFor('one reply per message', () => received.length === bad.length + 1);
     const replies = received as ErrorReply[];
     for (const r of replies.slice(0, bad.length)) expect(r.error.data!.reason).toBe('invalid_request');
     expect(replies[4]!.id).toBe(1);
@@ -328,7 +328,7 @@ describe('Connection with a hostile peer', () => {
     server.onRequest(() => 'ok');
     writeFrame(encode({ id: 1, error: 'not a map' }));
     writeFrame(encode({ id: 2, method: 'm' }));
-    await waitFor(() => received.length === 1, 'the reply to the request');
+    await waitFor('the reply to the request', () => received.length === 1);
     expect(received).toEqual([{ id: 2, result: 'ok' }]);
     expect(errors).toHaveLength(1);
   });
@@ -347,14 +347,14 @@ describe('Connection with a hostile peer', () => {
       header.writeUInt32BE(0xffff_fff0, 0);
       const before = process.memoryUsage().arrayBuffers;
       raw.write(Buffer.concat([header, Buffer.alloc(100)]));
-      await waitFor(() => isClosed(), 'the connection to close');
+      await waitFor('the connection to close', () => isClosed());
       expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(limit);
       expect(received).toHaveLength(1);
       const reply = received[0] as ErrorReply;
       expect(reply.id).toBeNull();
       expect(reply.error.code).toBe(-33005);
       expect(reply.error.data).toMatchObject({ reason: 'frame_too_large', size: 0xffff_fff0, limit });
-      await waitFor(() => closeReason !== undefined, 'onClose');
+      await waitFor('onClose', () => closeReason !== undefined);
       expect(closeReason!.reason).toBe('frame_too_large');
       expect(escaped).toEqual([]);
     });
@@ -365,7 +365,7 @@ describe('Connection with a hostile peer', () => {
     let closeReason: AstraError | undefined;
     server.onClose((e) => (closeReason = e));
     raw.write(Buffer.from([0, 0, 0, 50, 0x81]));
-    await waitFor(() => isClosed(), 'the connection to close');
+    await waitFor('the connection to close', () => isClosed());
     expect((received[0] as ErrorReply).error.data!.reason).toBe('frame_timeout');
     expect(closeReason!.reason).toBe('frame_timeout');
   });
@@ -375,7 +375,7 @@ describe('Connection with a hostile peer', () => {
     const { server, client, pair } = await connectedPair();
     server.onRequest(() => new Promise(() => {}));
     const p = client.request('hang').catch((e: unknown) => e);
-    await waitFor(() => true, 'tick');
+    await waitFor('tick', () => true);
     pair.server.destroy();
     expect(((await p) as AstraError).reason).toBe('connection_closed');
     expect(escaped).toEqual([]);
@@ -406,7 +406,7 @@ describe('Connection outbound queue', () => {
     }
     // Handed over all at once, the whole backlog would go in one writev and drop to 0 in one step.
     expect(steps.filter((q) => q > 0).length).toBeGreaterThanOrEqual(4);
-    await waitFor(() => received.length === 64, 'all 64 frames');
+    await waitFor('all 64 frames', () => received.length === 64);
     received.forEach((m, i) => {
       const [n, bin] = m as [number, Uint8Array];
       expect(n).toBe(i);
@@ -422,7 +422,7 @@ describe('Connection outbound queue', () => {
     for (let i = 0; i < 40; i++) sendBig(server, i, 255 - i);
     server.close();
     raw.resume();
-    await waitFor(() => isClosed(), 'the socket to end');
+    await waitFor('the socket to end', () => isClosed());
     expect(received.map((m) => (m as [number])[0])).toEqual(Array.from({ length: 40 }, (_, i) => i));
     expect(received.every((m, i) => (m as [number, Uint8Array])[1][100] === 255 - i)).toBe(true);
   });
@@ -465,7 +465,7 @@ describe('FrameWriter through Connection', () => {
       expected.push([i, bin]);
       if (rand(10) === 0) await new Promise((r) => setImmediate(r));
     }
-    await waitFor(() => payloads.length === expected.length, 'every frame');
+    await waitFor('every frame', () => payloads.length === expected.length);
     expect(payloads.map((p) => decode(p))).toEqual(expected);
   });
 });

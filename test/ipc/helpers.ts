@@ -6,11 +6,10 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export { tempDir, waitFor } from '../helpers/processes.js';
+import { tempDir } from '../helpers/processes.js';
 
-export function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'astra-ipc-'));
-}
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** A connected pair of real Unix sockets; close() tears both down and removes the temp dir. */
 export async function socketPair(): Promise<{ client: net.Socket; server: net.Socket; close: () => Promise<void> }> {
@@ -42,15 +41,6 @@ export async function socketPair(): Promise<{ client: net.Socket; server: net.So
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Polls until the condition holds, failing with `what` after the deadline. */
-export async function waitFor(condition: () => boolean, what: string, deadlineMs = 5_000): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 /** Compiles the project to dist/ if the compiled ipc layer is missing (npm test builds first). */

@@ -79,7 +79,7 @@ describe('crash safety', () => {
     for (let run = 0; run < 20; run++) {
       const c = startChild([dataDir, 'burst', String(run)]);
       const target = 2 + Math.floor(Math.random() * 25);
-      await waitFor(() => c.acks.length >= target || c.child.exitCode !== null, `${target} acks from run ${run}`, 20_000);
+      await waitFor(`${target} acks from run ${run}`, () => c.acks.length >= target || c.child.exitCode !== null, 20_000);
       expect(c.child.exitCode, c.stderr()).toBeNull();
       c.child.kill('SIGKILL');
       await c.exited;
@@ -133,7 +133,7 @@ describe('crash safety', () => {
     const work = path.join(dataDir, 'work');
     fs.mkdirSync(work);
     const c = startChild([path.join(dataDir, 'data'), 'sleep', work]);
-    const started = await waitFor(() => c.acks.find((a) => a.ack === 'started'), 'the sleep command to start', 20_000);
+    const started = await waitFor('the sleep command to start', () => c.acks.find((a) => a.ack === 'started'), 20_000);
     const sleepPid = started.pid as number;
     groups.push(sleepPid);
     expect(isAlive(sleepPid)).toBe(true);
@@ -153,14 +153,14 @@ describe('crash safety', () => {
     expect(s.runningTurnId).toBeUndefined();
     expect(await rt.cancelTurn(id)).toEqual({ turnId: started.turnId, status: 'interrupted' });
     // The orphaned command (same pid, same start time) was killed with its group on recovery.
-    if (process.platform === 'linux') await waitFor(() => !isAlive(sleepPid), 'the orphaned sleep to be killed', 5000);
+    if (process.platform === 'linux') await waitFor('the orphaned sleep to be killed', () => !isAlive(sleepPid), 5000);
 
     const ended = new Map<string, string>();
     rt.on('turnEnded', (_s, t, st) => ended.set(t, st));
     const seen: SessionEvent[] = [];
     rt.on('event', (e) => seen.push(e));
     const t = await rt.startTurn(id, { text: 'echo ok' }, 'k2');
-    await waitFor(() => ended.get(t.turnId), 'the new turn to end');
+    await waitFor('the new turn to end', () => ended.get(t.turnId));
     expect(ended.get(t.turnId)).toBe('completed');
     const out = seen.find((e) => e.type === 'command.output') as SessionEvent<'command.output'>;
     expect(Buffer.from(out.data.data).toString()).toBe('ok\n');
@@ -175,7 +175,7 @@ describe('crash safety', () => {
     expect(killOrphanGroup(pid, startedAt - 3_600_000)).toBe('not_ours');
     expect(isAlive(pid)).toBe(true);
     expect(killOrphanGroup(pid, startedAt)).toBe('killed');
-    await waitFor(() => child.signalCode === 'SIGKILL', 'sleep to die');
+    await waitFor('sleep to die', () => child.signalCode === 'SIGKILL');
     expect(killOrphanGroup(pid, startedAt)).toBe('gone');
   });
 });

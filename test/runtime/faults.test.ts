@@ -63,7 +63,7 @@ describe('a journal that lost a range of events', () => {
     const seen: number[] = [];
     let replayed = -1;
     const sub = await rt2.subscribe(s.id, 4, { onEvent: (e) => void seen.push(e.seq), onReplayed: (t) => void (replayed = t) });
-    await waitFor(() => replayed === 10, 'the backlog after the gap');
+    await waitFor('the backlog after the gap', () => replayed === 10);
     expect(seen).toEqual([7, 8, 9, 10]);
     sub.unsubscribe();
     await rt2.close();
@@ -95,7 +95,7 @@ describe('a journal that lost a range of events', () => {
     const seen: number[] = [];
     const sub = await rt2.subscribe(s.id, 5, { onEvent: (e) => void seen.push(e.seq) });
     await rt2.renameSession(s.id, 'y');
-    await waitFor(() => seen.includes(7), 'the new event');
+    await waitFor('the new event', () => seen.includes(7));
     expect(seen).toEqual([6, 7]);
     sub.unsubscribe();
     await rt2.close();
@@ -187,7 +187,7 @@ describe('a full disk', () => {
     const filler = fill(root);
     cleanups.push(() => fs.rmSync(filler, { force: true }));
 
-    await waitFor(() => ended.get(turnId), 'the turn to end', 20_000);
+    await waitFor('the turn to end', () => ended.get(turnId), 20_000);
     expect(ended.get(turnId)).toBe('failed');
     expect((await rt.getSession(s.id)).state).toBe('idle');
     expect(notices[0]).toMatchObject({ sessionId: s.id, reason: 'disk_full', path: path.join(dataDir, 'sessions', s.id, JOURNAL_FILE) });
@@ -207,7 +207,7 @@ describe('a full disk', () => {
     if (journalRetries) {
       // Once there is space, the session writes what it held and works again by itself.
       fs.rmSync(filler);
-      await waitFor(() => notices.some((n) => n.reason === 'disk_ok'), 'the session to recover', 20_000);
+      await waitFor('the session to recover', () => notices.some((n) => n.reason === 'disk_ok'), 20_000);
       const events = await allEvents(rt, s.id);
       expect(events.some((e) => e.type === 'error' && (e.data as { reason?: string }).reason === 'disk_full')).toBe(true);
       expect(events.at(-1)).toMatchObject({ type: 'turn.completed', data: { turnId, status: 'failed' } });

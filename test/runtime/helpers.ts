@@ -5,19 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { RuntimeLogger } from '../../runtime/index.js';
 
-export function tempDir(prefix = 'astra-rt-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-}
-
-export async function waitFor<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+export { isAlive, tempDir, waitFor } from '../helpers/processes.js';
 
 export interface LogLine {
   level: 'info' | 'warn' | 'error';
@@ -33,21 +21,6 @@ export function recordingLogger(): RuntimeLogger & { lines: LogLine[] } {
     warn: (obj, msg) => lines.push({ level: 'warn', obj, msg }),
     error: (obj, msg) => lines.push({ level: 'error', obj, msg }),
   };
-}
-
-/** True when the pid names a live process (a zombie waiting for a reaper counts as dead). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return true;
-  }
 }
 
 const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');

@@ -66,7 +66,7 @@ describe('runtime', () => {
     let { rt, ended } = await open(d);
     const s = await rt.createSession({ title: 'x', idempotencyKey: 'create-1' });
     const first = await rt.startTurn(s.id, { text: '3' }, 'key-1');
-    await waitFor(() => ended.get(first.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(first.turnId));
     const again = await rt.startTurn(s.id, { text: '3' }, 'key-1');
     expect(again).toEqual(first);
     expect(await rt.mutationStatus(s.id, 'key-1')).toEqual({ state: 'done', result: first });
@@ -92,7 +92,7 @@ describe('runtime', () => {
     const s = await rt.createSession({});
     const [a, b] = await Promise.all([rt.startTurn(s.id, { text: '1' }, 'k'), rt.startTurn(s.id, { text: '1' }, 'k')]);
     expect(a).toEqual(b);
-    await waitFor(() => ended.get(a.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(a.turnId));
     const r = await rt.readSession(s.id, {});
     expect(r.events.filter((e) => e.type === 'turn.started').length).toBe(1);
     await rt.close();
@@ -121,12 +121,12 @@ describe('runtime', () => {
     await expect(rt.startTurn(s.id, { text: 'b' }, 'k2')).rejects.toMatchObject({ reason: 'turn_in_progress' });
     await expect(rt.cancelTurn(s.id, 'turn_nope')).rejects.toMatchObject({ reason: 'not_found' });
     expect(await rt.cancelTurn(s.id)).toEqual({ turnId: t.turnId, status: 'cancelling' });
-    await waitFor(() => ended.get(t.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(t.turnId));
     expect(await rt.cancelTurn(s.id)).toEqual({ turnId: t.turnId, status: 'cancelled' });
     const t2 = await rt.startTurn(s.id, { text: 'b' }, 'k2');
     expect(t2.turnId).not.toBe(t.turnId);
     await rt.cancelTurn(s.id);
-    await waitFor(() => ended.get(t2.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(t2.turnId));
     await rt.archiveSession(s.id);
     await expect(rt.startTurn(s.id, { text: 'c' }, 'k3')).rejects.toMatchObject({ reason: 'invalid_state' });
     await rt.close();
@@ -151,13 +151,13 @@ describe('runtime', () => {
       onReplayed: () => (live = true),
     });
     const t = await rt.startTurn(s.id, { text: '50000' }, 'k1');
-    await waitFor(() => ended.get(t.turnId), 'the burst', 30_000);
+    await waitFor('the burst', () => ended.get(t.turnId), 30_000);
     const head = (await rt.getSession(s.id)).headSeq;
     expect(host().cachedBytes).toBeGreaterThan(64 * 1024 * 4);
     // Only memory can feed the subscriber now: the journal is cut back to its header.
     fs.truncateSync(path.join(d, 'sessions', s.id, JOURNAL_FILE), 16);
     accepting = true;
-    await waitFor(() => live || undefined, 'the subscriber to catch up', 30_000);
+    await waitFor('the subscriber to catch up', () => live || undefined, 30_000);
     expect(seqs).toEqual(Array.from({ length: head }, (_, i) => i + 1));
     // Nobody is behind any more: back to the ordinary in-memory tail.
     expect(host().cachedBytes).toBeLessThanOrEqual(64 * 1024);
@@ -180,7 +180,7 @@ describe('runtime', () => {
       // A subscriber that is active but refuses everything: behind for good.
       await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise((r) => setImmediate(r)) });
       const t = await rt.startTurn(s.id, { text: '60000' }, `k-${k}`);
-      await waitFor(() => ended.get(t.turnId), `burst ${k}`, 30_000);
+      await waitFor(`burst ${k}`, () => ended.get(t.turnId), 30_000);
     }
     // The first session took the whole allowance (a few MB of events were behind); the second got what was left.
     expect(surplus(ids[0]!)).toBeGreaterThan(limit / 2);
@@ -199,9 +199,9 @@ describe('runtime', () => {
     // Refuses, then never has capacity again: like a client stopped with SIGSTOP.
     const sub = await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise(() => {}) });
     const t = await rt.startTurn(s.id, { text: '50000' }, 'k1');
-    await waitFor(() => ended.get(t.turnId), 'the burst', 30_000);
+    await waitFor('the burst', () => ended.get(t.turnId), 30_000);
     // Within a moment of stalling (CATCHUP_STALL_MS), with no new event to prompt it, the surplus goes.
-    await waitFor(() => host().cachedBytes <= base || undefined, 'the catch-up cache to be released', 5_000);
+    await waitFor('the catch-up cache to be released', () => host().cachedBytes <= base || undefined, 5_000);
     sub.unsubscribe();
     await rt.close();
   });
@@ -212,7 +212,7 @@ describe('runtime', () => {
     const { rt, ended } = await open(d, { cacheBytesPerSession: 256 * 1024 });
     const s = await rt.createSession({});
     const t1 = await rt.startTurn(s.id, { text: '100000' }, 'k1');
-    await waitFor(() => ended.get(t1.turnId), 'first burst', 50_000);
+    await waitFor('first burst', () => ended.get(t1.turnId), 50_000);
     const before = (await rt.getSession(s.id)).headSeq;
     expect(before).toBeGreaterThan(100_000);
 
@@ -234,10 +234,10 @@ describe('runtime', () => {
     });
     expect(seqs.length).toBe(0); // backlog is delivered after subscribe resolves
     expect(sub.headSeq).toBeGreaterThanOrEqual(before);
-    await waitFor(() => ended.get(t2.turnId), 'second burst', 50_000);
+    await waitFor('second burst', () => ended.get(t2.turnId), 50_000);
     const head = (await rt.getSession(s.id)).headSeq;
     // onReplayed comes once the replay loop sees it has caught up: after the last backlog page.
-    await waitFor(() => seqs.length >= head && replayedAt !== undefined, 'subscriber to catch up', 50_000);
+    await waitFor('subscriber to catch up', () => seqs.length >= head && replayedAt !== undefined, 50_000);
     expect(seqs.length).toBe(head);
     for (let i = 0; i < seqs.length; i++) if (seqs[i] !== i + 1) throw new Error(`seq ${seqs[i]} at position ${i}`);
     expect(pages).toBeGreaterThan(1);
@@ -252,7 +252,7 @@ describe('runtime', () => {
     const { rt, ended } = await open(d, { cacheBytesPerSession: 1024 });
     const s = await rt.createSession({});
     const t = await rt.startTurn(s.id, { text: '70000' }, 'k');
-    await waitFor(() => ended.get(t.turnId), 'burst', 50_000);
+    await waitFor('burst', () => ended.get(t.turnId), 50_000);
     const head = (await rt.getSession(s.id)).headSeq;
     const stored: StoredEvent[] = [];
     let replayed = false;
@@ -262,7 +262,7 @@ describe('runtime', () => {
         replayed = true;
       },
     });
-    await waitFor(() => replayed, 'backlog replayed', 50_000);
+    await waitFor('backlog replayed', () => replayed, 50_000);
     expect(stored.length).toBe(head);
     const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
     for (let i = 0; i < stored.length; i += 997) {
@@ -304,8 +304,8 @@ describe('runtime', () => {
       if (e.type === 'command.output') sizes.push([e.seq, fs.statSync(file).size]);
     });
     const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
-    await waitFor(() => ended.get(t.turnId), 'the big turn', 50_000);
-    await waitFor(() => live === (rt.peekSession(s.id)?.headSeq ?? 0) - 1, 'live delivery');
+    await waitFor('the big turn', () => ended.get(t.turnId), 50_000);
+    await waitFor('live delivery', () => live === (rt.peekSession(s.id)?.headSeq ?? 0) - 1);
     liveSub.unsubscribe();
     expect(sizes.length).toBe(320);
     const first = sizes[0]![0];
@@ -314,7 +314,7 @@ describe('runtime', () => {
     const back: StoredEvent[] = [];
     let replayed = false;
     const sub = await rt.subscribe(s.id, 0, { onStored: (e) => void back.push(e), onReplayed: () => (replayed = true) });
-    await waitFor(() => replayed, 'replay', 50_000);
+    await waitFor('replay', () => replayed, 50_000);
     sub.unsubscribe();
     expect(back.map((e) => e.seq)).toEqual(Array.from({ length: back.length }, (_, i) => i + 1));
     const outputs = back.map((e) => e.event).filter((e) => e.type === 'command.output');
@@ -336,8 +336,8 @@ describe('runtime', () => {
     const sub = await rt.subscribe(s.id, 1, { onEvent: (e) => void seen.push(e) });
     expect(sub.headSeq).toBe(1);
     const t = await rt.startTurn(s.id, { text: '2' }, 'k');
-    await waitFor(() => ended.get(t.turnId), 'turn end');
-    await waitFor(() => seen.length === 5, 'five live events');
+    await waitFor('turn end', () => ended.get(t.turnId));
+    await waitFor('five live events', () => seen.length === 5);
     expect(seen.map((e) => e.type)).toEqual(['turn.started', 'message.user', 'message.delta', 'message.delta', 'turn.completed']);
     sub.unsubscribe();
     // A second subscriber is offered each event in the same pass as the first would be: once it has
@@ -345,7 +345,7 @@ describe('runtime', () => {
     const witness: SessionEvent[] = [];
     const w = await rt.subscribe(s.id, 6, { onEvent: (e) => void witness.push(e) });
     await rt.renameSession(s.id, 'z');
-    await waitFor(() => witness.some((e) => e.type === 'session.updated'), 'the rename, seen by the second subscriber');
+    await waitFor('the rename, seen by the second subscriber', () => witness.some((e) => e.type === 'session.updated'));
     w.unsubscribe();
     expect(seen.length).toBe(5);
     await rt.close();
@@ -356,7 +356,7 @@ describe('runtime', () => {
     const { rt, ended } = await open(d, { cacheBytesPerSession: 4096 });
     const s = await rt.createSession({});
     const t = await rt.startTurn(s.id, { text: '5000' }, 'k');
-    await waitFor(() => ended.get(t.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(t.turnId));
     const r1 = await rt.readSession(s.id, { sinceSeq: 0, limit: 100 });
     expect(r1.events.length).toBe(100);
     expect(r1.nextSeq).toBe(100);
@@ -468,7 +468,7 @@ describe('runtime', () => {
     // A sink that takes encoded bodies gets the old record in the current (map) encoding.
     const bodies: Buffer[] = [];
     const sub = await rt.subscribe(s.id, 2, { onStored: (e) => void bodies.push(e.body) });
-    await waitFor(() => bodies.length === 1, 'the old event');
+    await waitFor('the old event', () => bodies.length === 1);
     expect(bodies[0]![0]).toBe(0x84);
     expect(new Unpackr({ useRecords: false, mapsAsObjects: true }).unpack(bodies[0]!)).toEqual({
       seq: 3,
@@ -505,7 +505,7 @@ describe('runtime', () => {
     expect((await rt.getSession(idle.id)).headSeq).toBe(2);
     sub.unsubscribe();
     await rt.cancelTurn(busy.id, t.turnId);
-    await waitFor(() => ended.get(t.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(t.turnId));
     clock += 60_000;
     expect((await rt.unloadIdle(10_000)).sort()).toEqual([idle.id, watched.id, busy.id].sort());
     expect(rt.loadedSessionIds()).toEqual([]);
@@ -522,7 +522,7 @@ describe('runtime', () => {
     const subSeen = new Map<number, number>();
     await rt.subscribe(s.id, 1, { onEvent: (e) => void subSeen.set(e.seq, fs.statSync(file).size) });
     const t = await rt.startTurn(s.id, { text: '3000' }, 'k');
-    await waitFor(() => ended.get(t.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(t.turnId));
     await rt.close();
     const recordEnd = await eventRecordEnds(file);
     const seq = recordEnd.size;
@@ -559,7 +559,7 @@ describe('runtime', () => {
     const subSeqs: number[] = [];
     await rt.subscribe(s.id, 1, { onEvent: (e) => void subSeqs.push(e.seq) });
     const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
-    await waitFor(() => ended.get(t.turnId), 'turn end', 50_000);
+    await waitFor('turn end', () => ended.get(t.turnId), 50_000);
     await rt.close();
     const recordEnd = await eventRecordEnds(file);
     const seq = recordEnd.size;
@@ -607,7 +607,7 @@ describe('runtime', () => {
       const { rt, ended } = await open(d, { engines: { flood }, defaultEngine: 'flood', journalDirectIO });
       const s = await rt.createSession({});
       const t = await rt.startTurn(s.id, { text: 'go' }, 'k');
-      await waitFor(() => ended.get(t.turnId), 'turn end', 30_000);
+      await waitFor('turn end', () => ended.get(t.turnId), 30_000);
       expect(returns).toEqual([true, true, true, false, false, false]);
       expect(afterDrain).toBe(true);
       const r = await rt.readSession(s.id, { sinceSeq: 0, limit: 1000, maxBytes: 7 * 1024 * 1024 });

@@ -73,7 +73,7 @@ describe('shell engine', () => {
     // stdout (a socket pair, as Node makes them) and blocks in the kernel writing to it: the engine
     // has stopped reading.
     const blocked = () => /sock_alloc_send|pipe_write/.test(fs.readFileSync(`/proc/${pid}/wchan`, 'utf8'));
-    await waitFor(() => emitted > 0 && pid !== undefined && blocked(), 'the command to block on its full stdout');
+    await waitFor('the command to block on its full stdout', () => emitted > 0 && pid !== undefined && blocked());
     expect(emitted).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes + 64 * 1024);
     held = false;
     release();
@@ -87,7 +87,7 @@ describe('shell engine', () => {
     // 5 MiB of a counting pattern so order mistakes show up as content mismatches.
     const script = `node -e "const b=Buffer.alloc(5*1024*1024);for(let i=0;i<b.length;i++)b[i]=(i*7+(i>>10))&255;process.stdout.write(b)"`;
     const { turnId } = await rt.startTurn(s.id, { text: script }, 'k1');
-    await waitFor(() => ended.get(turnId), 'turn end', 30_000);
+    await waitFor('turn end', () => ended.get(turnId), 30_000);
     const outs = turnEvents(events, turnId).filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output');
     for (const o of outs) expect(o.data.data.length).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes);
     // Node reads a pipe 64 KiB at a time; what arrived in one turn of the event loop is one event.
@@ -124,10 +124,10 @@ describe('shell engine', () => {
     // The command prints one line, then blocks until the test has seen that line as an event.
     const { turnId } = await rt.startTurn(s.id, { text: `printf 'first\\n'; printf 'err\\n' >&2; read x < ${fifo}; printf 'second\\n'` }, 'k1');
     const outputs = () => turnEvents(events, turnId).filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output');
-    await waitFor(() => outputs().length >= 2 || undefined, 'the first lines while the command still runs');
+    await waitFor('the first lines while the command still runs', () => outputs().length >= 2 || undefined);
     expect(ended.get(turnId)).toBeUndefined();
     fs.writeFileSync(fifo, 'go\n');
-    await waitFor(() => ended.get(turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(turnId));
     const got = outputs().map((o) => `${o.data.stream}:${Buffer.from(o.data.data).toString()}`);
     expect(got.sort()).toEqual(['stderr:err\n', 'stdout:first\n', 'stdout:second\n']);
   });
@@ -136,7 +136,7 @@ describe('shell engine', () => {
     const { rt, work, events, ended } = await setup();
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     const { turnId } = await rt.startTurn(s.id, { text: 'echo oops >&2; exit 3' }, 'k1');
-    await waitFor(() => ended.get(turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(turnId));
     const te = turnEvents(events, turnId);
     const done = te.find((e) => e.type === 'command.completed') as SessionEvent<'command.completed'>;
     expect(done.data.exitCode).toBe(3);
@@ -148,7 +148,7 @@ describe('shell engine', () => {
     expect(tc.data).toMatchObject({ status: 'completed', exitCode: 3 });
 
     const t2 = await rt.startTurn(s.id, { text: 'true' }, 'k2');
-    await waitFor(() => ended.get(t2.turnId), 'second turn end');
+    await waitFor('second turn end', () => ended.get(t2.turnId));
     expect((turnEvents(events, t2.turnId).find((e) => e.type === 'turn.completed') as SessionEvent<'turn.completed'>).data.exitCode).toBe(0);
   });
 
@@ -156,10 +156,10 @@ describe('shell engine', () => {
     const { rt, work, events, ended, pids } = await setup({ killGraceMs: 500 });
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     const { turnId } = await rt.startTurn(s.id, { text: 'sleep 300 & echo $!; wait' }, 'k1');
-    const grandchild = await waitFor(() => {
+    const grandchild = await waitFor('grandchild pid', () => {
       const o = turnEvents(events, turnId).find((e) => e.type === 'command.output') as SessionEvent<'command.output'> | undefined;
       return o ? Number(Buffer.from(o.data.data).toString().trim()) : undefined;
-    }, 'grandchild pid');
+    });
     const started = turnEvents(events, turnId).find((e) => e.type === 'command.started') as SessionEvent<'command.started'>;
     const shellPid = started.data.pid!;
     pids.push(grandchild, shellPid);
@@ -169,9 +169,9 @@ describe('shell engine', () => {
     const c = await rt.cancelTurn(s.id);
     expect(c).toEqual({ turnId, status: 'cancelling' });
     expect(await rt.cancelTurn(s.id, turnId)).toEqual({ turnId, status: 'cancelling' });
-    await waitFor(() => ended.get(turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(turnId));
     expect(ended.get(turnId)).toBe('cancelled');
-    await waitFor(() => !isAlive(grandchild) && !isAlive(shellPid), 'both processes to be gone', 5000);
+    await waitFor('both processes to be gone', () => !isAlive(grandchild) && !isAlive(shellPid), 5000);
     expect(await rt.cancelTurn(s.id, turnId)).toEqual({ turnId, status: 'cancelled' });
   });
 
@@ -179,11 +179,11 @@ describe('shell engine', () => {
     const { rt, work, events, ended, pids } = await setup({ killGraceMs: 300 });
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     const { turnId } = await rt.startTurn(s.id, { text: "trap '' TERM; echo ready; while :; do sleep 0.05; done" }, 'k1');
-    await waitFor(() => turnEvents(events, turnId).some((e) => e.type === 'command.output'), 'ready');
+    await waitFor('ready', () => turnEvents(events, turnId).some((e) => e.type === 'command.output'));
     const shellPid = (turnEvents(events, turnId).find((e) => e.type === 'command.started') as SessionEvent<'command.started'>).data.pid!;
     pids.push(shellPid);
     await rt.cancelTurn(s.id, turnId);
-    await waitFor(() => ended.get(turnId), 'turn end', 10_000);
+    await waitFor('turn end', () => ended.get(turnId), 10_000);
     const done = turnEvents(events, turnId).find((e) => e.type === 'command.completed') as SessionEvent<'command.completed'>;
     expect(done.data.signal).toBe('SIGKILL');
     expect(isAlive(shellPid)).toBe(false);
@@ -195,11 +195,11 @@ describe('shell engine', () => {
     const asked: ApprovalRequest[] = [];
     rt.on('approvalRequested', (a) => asked.push(a));
     const { turnId } = await rt.startTurn(s.id, { text: 'touch made-it' }, 'k1');
-    const req = await waitFor(() => asked[0], 'approval request');
+    const req = await waitFor('approval request', () => asked[0]);
     expect(req).toMatchObject({ sessionId: s.id, turnId, command: 'touch made-it', cwd: work });
     expect(rt.pendingApprovals(s.id)).toEqual([req]);
     await rt.resolveApproval(s.id, req.approvalId, 'deny', { clientName: 'test' });
-    await waitFor(() => ended.get(turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(turnId));
     expect(ended.get(turnId)).toBe('cancelled');
     expect(fs.existsSync(path.join(work, 'made-it'))).toBe(false);
     expect(turnEvents(events, turnId).map((e) => e.type)).toEqual(['turn.started', 'message.user', 'approval.requested', 'approval.resolved', 'turn.completed']);
@@ -208,9 +208,9 @@ describe('shell engine', () => {
 
     // Approved: it runs.
     const t2 = await rt.startTurn(s.id, { text: 'touch made-it' }, 'k2');
-    const req2 = await waitFor(() => asked[1], 'second approval');
+    const req2 = await waitFor('second approval', () => asked[1]);
     await rt.resolveApproval(s.id, req2.approvalId, 'approve');
-    await waitFor(() => ended.get(t2.turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(t2.turnId));
     expect(fs.existsSync(path.join(work, 'made-it'))).toBe(true);
   });
 
@@ -218,9 +218,9 @@ describe('shell engine', () => {
     const { rt, work, events, ended } = await setup();
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'ask' });
     const { turnId } = await rt.startTurn(s.id, { text: 'touch made-it' }, 'k1');
-    await waitFor(() => rt.pendingApprovals(s.id).length === 1, 'approval pending');
+    await waitFor('approval pending', () => rt.pendingApprovals(s.id).length === 1);
     await rt.cancelTurn(s.id, turnId);
-    await waitFor(() => ended.get(turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(turnId));
     expect(ended.get(turnId)).toBe('cancelled');
     expect(rt.pendingApprovals(s.id)).toEqual([]);
     const resolved = turnEvents(events, turnId).find((e) => e.type === 'approval.resolved') as SessionEvent<'approval.resolved'>;
@@ -235,7 +235,7 @@ describe('shell engine', () => {
     const s = await rt.createSession({ cwd: gone, approvalPolicy: 'auto' });
     fs.rmdirSync(gone);
     const { turnId } = await rt.startTurn(s.id, { text: 'echo hi' }, 'k1');
-    await waitFor(() => ended.get(turnId), 'turn end');
+    await waitFor('turn end', () => ended.get(turnId));
     expect(ended.get(turnId)).toBe('failed');
     const tc = turnEvents(events, turnId).find((e) => e.type === 'turn.completed') as SessionEvent<'turn.completed'>;
     expect(tc.data.error).toMatch(/missing/);

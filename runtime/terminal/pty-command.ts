@@ -1,15 +1,17 @@
 // One command line (`/bin/sh -c`) run in a pseudo-terminal of a given size, in its own session and
-// process group, with output streamed through one callback under the shell engine's contract: what is
-// read in one turn of the event loop goes out as one chunk (up to LIMITS.maxOutputChunkBytes), and a
-// callback answering false pauses reading until drained() resolves (the program then blocks on a full
-// terminal buffer). Where no pseudo-terminal can be had (the native module does not load, or spawning
+// process group, with output streamed through one callback under the shell engine's contract
+// (output-coalescer.ts: one chunk per turn of the event loop; a callback answering false holds output
+// until drained(), pausing the terminal past a read-ahead bound so the program blocks). Where no pseudo-terminal can be had (the native module does not load, or spawning
 // through it fails), the command runs on pipes instead and the handle says so (`tty: false`, with the
 // reason): stdout and stderr stay apart there, input goes to a stdin pipe and resize does nothing.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
-import { AstraError, LIMITS } from '../../protocol/index.js';
+import { AstraError } from '../../protocol/index.js';
+import { OutputCoalescer, type OutputStream } from './output-coalescer.js';
 import { guardTerminalDrain } from './pty-drain.js';
+
+export type { OutputStream };
 
 /** The part of @lydell/node-pty this file uses (loaded at run time: a native module may be absent). */
 export interface PtyProcess {
@@ -48,7 +50,6 @@ export const loadNodePty: PtyLoader = () => {
   throw new Error(cachedPty.error);
 };
 
-export type OutputStream = 'stdout' | 'stderr';
 
 export interface PtyCommandOptions {
   command: string;
@@ -117,86 +118,6 @@ function signalName(n: number | undefined): NodeJS.Signals | null {
   if (!n) return null;
   for (const [name, num] of Object.entries(os.constants.signals)) if (num === n) return name as NodeJS.Signals;
   return null;
-}
-
-/**
- * How far output is read ahead while the consumer is behind before the terminal is paused (the program
- * then blocks on its full terminal): a short stall of the journal does not stop the program.
- */
-export const HELD_READ_AHEAD_BYTES = 8 * 1024 * 1024;
-
-/** The one-tick coalescing and backpressure shared by both transports. */
-class OutputCoalescer {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  private stream: OutputStream = 'stdout';
-  private scheduled = false;
-  /** Whole chunks waiting for the consumer to drain. */
-  private ready: { data: Buffer; stream: OutputStream }[] = [];
-  private readyBytes = 0;
-  private held = false;
-  private paused = false;
-
-  constructor(
-    private readonly opts: Pick<PtyCommandOptions, 'onOutput' | 'drained' | 'readAheadBytes'>,
-    private readonly pause: () => void,
-    private readonly resume: () => void,
-  ) {}
-
-  push(chunk: Buffer, stream: OutputStream): void {
-    if (stream !== this.stream || this.pendingBytes + chunk.length > LIMITS.maxOutputChunkBytes) this.cut();
-    this.stream = stream;
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // setImmediate runs right after the poll phase that read it: no timer, no added latency.
-      setImmediate(() => this.flush());
-    }
-  }
-
-  flush(): void {
-    this.scheduled = false;
-    this.cut();
-    this.deliver(false);
-  }
-
-  /** At the end every byte goes out, behind or not: a false answer asks to slow down, it drops nothing. */
-  flushAll(): void {
-    this.cut();
-    this.deliver(true);
-  }
-
-  private cut(): void {
-    if (this.pendingBytes === 0) return;
-    const data = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    this.ready.push({ data, stream: this.stream });
-    this.readyBytes += data.length;
-    this.pending = [];
-    this.pendingBytes = 0;
-  }
-
-  private deliver(all: boolean): void {
-    while ((all || !this.held) && this.ready.length > 0) {
-      const c = this.ready.shift()!;
-      this.readyBytes -= c.data.length;
-      if (this.opts.onOutput(c.data, c.stream) || this.held) continue;
-      this.held = true;
-      void this.opts.drained().then(() => {
-        this.held = false;
-        if (this.paused) {
-          this.paused = false;
-          this.resume();
-        }
-        this.deliver(false);
-      });
-    }
-    if (this.held && !this.paused && this.readyBytes >= (this.opts.readAheadBytes ?? HELD_READ_AHEAD_BYTES)) {
-      // The consumer is far behind: stop reading, so the program blocks on a full terminal or pipe.
-      this.paused = true;
-      this.pause();
-    }
-  }
 }
 
 export function startPtyCommand(opts: PtyCommandOptions): PtyCommand {

@@ -14,6 +14,11 @@ const { SerializeAddon } = requireCjs('@xterm/addon-serialize') as typeof import
 
 export const DEFAULT_SCROLLBACK_LINES = 1000;
 
+interface XtermInternals {
+  coreService?: { isCursorHidden?: boolean };
+  buffer?: { scrollTop?: number; scrollBottom?: number };
+}
+
 export type MouseTracking = 'none' | 'x10' | 'vt200' | 'drag' | 'any';
 
 export interface ScreenSnapshot {
@@ -29,6 +34,7 @@ export interface ScreenSnapshot {
   /** True when the program is on the alternate screen (a full-screen program such as vim or top). */
   alternate: boolean;
   cursor: { x: number; y: number };
+  cursorVisible: boolean;
   modes: { mouseTracking: MouseTracking; bracketedPaste: boolean; applicationCursorKeys: boolean; applicationKeypad: boolean };
   /** The visible screen as plain text, one string per row (trailing blanks trimmed). */
   text: string[];
@@ -84,10 +90,11 @@ export class CommandScreen {
     return {
       cols: this.term.cols,
       rows: this.term.rows,
-      screen: Buffer.from(this.serializer.serialize({ scrollback: 0 }), 'utf8'),
+      screen: Buffer.from(this.serializer.serialize({ scrollback: 0 }) + this.extraState(), 'utf8'),
       scrollback: this.scrollbackText(),
       alternate: active.type === 'alternate',
       cursor: { x: active.cursorX, y: active.cursorY },
+      cursorVisible: !this.internals()?.coreService?.isCursorHidden,
       modes: {
         mouseTracking: m.mouseTrackingMode,
         bracketedPaste: m.bracketedPasteMode,
@@ -96,6 +103,28 @@ export class CommandScreen {
       },
       text,
     };
+  }
+
+  private internals(): XtermInternals | undefined {
+    return (this.term as unknown as { _core?: XtermInternals })._core;
+  }
+
+  /**
+   * What the serialize addon leaves out and a full-screen program relies on: its scroll region and a
+   * hidden cursor (read from the emulator's internals; skipped should they change).
+   */
+  private extraState(): string {
+    const core = this.internals();
+    let out = '';
+    const top = core?.buffer?.scrollTop;
+    const bottom = core?.buffer?.scrollBottom;
+    if (typeof top === 'number' && typeof bottom === 'number' && (top !== 0 || bottom !== this.term.rows - 1)) {
+      const active = this.term.buffer.active;
+      // DECSTBM homes the cursor: put it back where the program left it.
+      out += `\x1b[${top + 1};${bottom + 1}r\x1b[${active.cursorY + 1};${active.cursorX + 1}H`;
+    }
+    if (core?.coreService?.isCursorHidden) out += '\x1b[?25l';
+    return out;
   }
 
   /** Rows above the normal screen's viewport, with soft-wrapped rows joined back into their line. */

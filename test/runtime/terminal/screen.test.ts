@@ -93,6 +93,21 @@ describe('the screen of a running command', () => {
     expect(snap.modes).toEqual({ mouseTracking: 'drag', bracketedPaste: true, applicationCursorKeys: true, applicationKeypad: false });
   });
 
+  it("carries a full-screen program's scroll region and hidden cursor to a fresh terminal", async () => {
+    const s = screen(20, 8);
+    s.write(Buffer.from('\x1b[?1049h\x1b[?25l\x1b[2;6r\x1b[4;3Hmid'));
+    const snap = await s.snapshot();
+    expect(snap.cursorVisible).toBe(false);
+    const fresh = screen(20, 8);
+    fresh.write(snap.screen);
+    const a = await fresh.snapshot();
+    expect(a.cursorVisible).toBe(false);
+    expect(a.cursor).toEqual(snap.cursor);
+    // Lines written at the region's bottom scroll rows 2..6 only: row 1 and rows 7..8 stay as they were.
+    for (const t of [s, fresh]) t.write(Buffer.from('\x1b[6;1H' + 'x\r\n'.repeat(10) + 'end'));
+    expect((await fresh.snapshot()).text).toEqual((await s.snapshot()).text);
+  });
+
   it('follows a resize', async () => {
     const s = screen(40, 10);
     s.resize(100, 30);

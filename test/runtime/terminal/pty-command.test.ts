@@ -1,7 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { startPtyCommand, type PtyCommand, type PtyCommandOptions } from '../../../runtime/terminal/pty-command.js';
 import { isAstraError } from '../../../protocol/index.js';
+import { skipWithout, type SystemTool } from '../../helpers/system-tools.js';
+
+const PYTHON3: SystemTool = { name: 'python3', pkg: 'python3', probe: () => spawnSync('python3', ['--version'], { stdio: 'ignore' }).status === 0 };
 
 const started: PtyCommand[] = [];
 
@@ -66,7 +70,7 @@ function processAlive(pid: number): boolean {
 }
 
 describe('a command in a pseudo-terminal', () => {
-  it('reads a line typed into its terminal and prints it', async () => {
+  it.skipIf(skipWithout(PYTHON3))('reads a line typed into its terminal and prints it', async () => {
     const r = run(`python3 -c "print('got:' + input('name? '))"`);
     expect(r.cmd.tty).toBe(true);
     await r.waitFor('name? ');

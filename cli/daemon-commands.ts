@@ -49,7 +49,7 @@ function printStatus(out: Output, s: DaemonStatus): void {
     ['instance', s.instanceId],
     ['pid', String(s.pid)],
     ['version', `${s.version} (protocol ${s.protocolVersion})`],
-    ['started', `${new Date(s.startedAt).toISOString()} (up ${formatDuration(s.uptimeMs)})`],
+    ['started', `${new Date(s.startedAt).toLocaleString()} (up ${formatDuration(s.uptimeMs)})`],
     ['endpoint', s.endpoint],
     ['log', s.logFile + (s.logLinesDropped ? `  (${s.logLinesDropped} lines could not be written: is the disk full?)` : '')],
     ['idle exit', s.idleTimeoutMs === 0 ? 'never' : `after ${formatDuration(s.idleTimeoutMs)} without clients`],
@@ -71,7 +71,7 @@ function printStatus(out: Output, s: DaemonStatus): void {
     for (const x of s.sessions) {
       const ctl = x.controller
         ? `${x.controller.clientName}${x.controller.pid ? ` (pid ${x.controller.pid})` : ''}` +
-          `${x.controller.graceUntil ? ` in grace until ${new Date(x.controller.graceUntil).toISOString()}` : ''}`
+          `${x.controller.graceUntil ? ` in grace until ${new Date(x.controller.graceUntil).toLocaleTimeString()}` : ''}`
         : 'none';
       out.stdout(
         `  ${x.id}  ${JSON.stringify(x.title)}  ${x.state}  seq ${x.headSeq}  epoch ${x.epoch}  controller ${ctl}  observers ${x.observers}` +
@@ -264,13 +264,13 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
           const msg =
             `the daemon runs (pid ${live.pid}) but does not accept its own record's token; its record may be being repaired. ` +
             'Try again in a moment; if it persists: astra daemon restart';
-          if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid: live.pid, recordPath: paths.recordPath, logFile: paths.logFile }));
+          if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid: live.pid, recordPath: paths.recordPath, logFile: paths.logFile }, null, 2));
           else out.stdout(`${style(out, 'yellow', 'running but not answering')}: ${msg}`);
           setExit(ExitCode.error);
           return;
         }
         if (o.json) {
-          out.stdout(JSON.stringify({ running: false, recordPath: paths.recordPath, runtimeDir: paths.runtimeDir, logFile: paths.logFile }));
+          out.stdout(JSON.stringify({ running: false, recordPath: paths.recordPath, runtimeDir: paths.runtimeDir, logFile: paths.logFile }, null, 2));
         } else {
           out.stdout(`${style(out, 'yellow', 'not running')} (looked for ${paths.recordPath}); start it with: astra daemon start`);
           explainNotRunning(out, paths);

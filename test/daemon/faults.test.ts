@@ -80,6 +80,20 @@ describe('the socket file deleted', () => {
   });
 });
 
+describe('params a second implementation may send', () => {
+  it('session/list with cursor: nil lists from the start (nil means absent), not internal_error', async () => {
+    const rec = await startDaemon(home());
+    const conn = await client(rec);
+    try {
+      const created = (await conn.request('session/create', { title: 'nil cursor' })) as { session: { id: string } };
+      const listed = (await conn.request('session/list', { cursor: null, limit: null })) as { sessions: { id: string }[] };
+      expect(listed.sessions.map((x) => x.id)).toContain(created.session.id);
+    } finally {
+      conn.close();
+    }
+  });
+});
+
 describe('the handshake deadline', () => {
   it('a connection that sends nothing gets a handshake_timeout error frame with a nil id, then is closed', async () => {
     const h = home();

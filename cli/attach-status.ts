@@ -17,7 +17,8 @@ export interface StatusState {
   leaseNote: string | undefined;
   takenBy: HolderLike | undefined;
   turn: 'approval needed' | 'cancelling' | 'turn running' | 'idle';
-  connection: 'live' | 'replaying' | 'reconnecting';
+  /** `stopped`: the daemon was stopped on purpose (astra daemon stop); nothing reconnects until the user says so. */
+  connection: 'live' | 'replaying' | 'reconnecting' | 'stopped';
   /** This terminal is asked to answer an approval. */
   approvalAsked: boolean;
   input: string;
@@ -39,10 +40,12 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
     else detail = who ? `controlled by ${who}${grace}` : 'no controller';
     colour = s.leaseNote ? 'yellow' : 'cyan';
   }
-  const conn = s.connection === 'reconnecting' ? ' │ reconnecting…' : s.connection === 'replaying' ? ' │ replaying…' : '';
-  if (s.connection === 'reconnecting') colour = 'red';
+  const conn =
+    s.connection === 'reconnecting' ? ' │ reconnecting…' : s.connection === 'stopped' ? ' │ daemon stopped' : s.connection === 'replaying' ? ' │ replaying…' : '';
+  if (s.connection === 'reconnecting' || s.connection === 'stopped') colour = 'red';
   let keys: string;
-  if (s.me) keys = s.approvalAsked ? 'y approve · n deny' : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
+  if (s.connection === 'stopped') keys = 'Enter restart · Ctrl-D leave';
+  else if (s.me) keys = s.approvalAsked ? 'y approve · n deny' : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
   else keys = s.readOnly ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
   const clean = cleanText(s.title);
   const title = clean.length > 24 ? `${clean.slice(0, 23)}…` : clean;

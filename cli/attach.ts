@@ -79,7 +79,7 @@ class Attach {
   private readonly watchedApprovals = new Set<string>();
   private runningTurnId: string | undefined;
   private cancelRequested = false;
-  private connection: 'connected' | 'reconnecting' = 'connected';
+  private connection: 'connected' | 'reconnecting' | 'stopped' = 'connected';
   private approval: PendingApproval | undefined;
   private input = '';
   private live = false;
@@ -173,7 +173,7 @@ class Attach {
       // A deliberate stop stays a stop: the client does not respawn the daemon; this terminal asks.
       c.on('stopped', () => {
         this.daemonStopped = true;
-        this.connection = 'reconnecting';
+        this.connection = 'stopped';
         this.notice('the daemon was stopped (astra daemon stop); press Enter to start it and reattach, or Ctrl-D to leave', 'yellow');
         this.refresh();
       }),
@@ -320,6 +320,7 @@ class Attach {
   /** Enter after a deliberate stop: start a daemon, reattach, and take control again if this terminal had it. */
   private async restartStoppedDaemon(): Promise<void> {
     this.daemonStopped = false;
+    this.connection = 'reconnecting';
     const wasController = this.isController;
     this.notice('starting the daemon…', 'yellow');
     this.refresh();
@@ -329,6 +330,8 @@ class Attach {
       await this.end(1, [`astra: could not start the daemon again: ${e instanceof Error ? e.message : String(e)}`]);
       return;
     }
+    this.connection = 'connected';
+    this.refresh();
     // A lease the new daemon could not reclaim was reported lost: ask for control as attaching does.
     if (wasController && !this.isController && !this.opts.observe) await this.tryAcquire(false, false);
   }
@@ -531,7 +534,7 @@ class Attach {
         leaseNote: this.leaseNote,
         takenBy: this.takenBy,
         turn: this.approval ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle',
-        connection: this.connection === 'reconnecting' ? 'reconnecting' : this.live ? 'live' : 'replaying',
+        connection: this.connection === 'connected' ? (this.live ? 'live' : 'replaying') : this.connection,
         approvalAsked: Boolean(this.approval && me),
         input: me && !this.approval ? this.input : '',
       },

@@ -22,10 +22,13 @@ export function registerWebCommands(program: Command, env: NodeJS.ProcessEnv, se
       const { startGateway } = await import('../web/gateway/server.js');
       const gateway = await startGateway({ env, port: o.port ?? 0, host: o.host, log: (line) => process.stderr.write(`astra web: ${line}\n`) });
       process.stdout.write(`Open this link in your browser (single use, valid for a few minutes; \`astra web pair\` prints another):\n${gateway.pairLink(Boolean(o.observe))}\n`);
+      // The listeners stay until the process exits: proper-lockfile's signal-exit re-raises a signal
+      // that no other listener handles, which would kill the gateway in the middle of closing.
+      let stopping = false;
       await new Promise<void>((resolve) => {
         const stop = (): void => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
+          if (stopping) process.exit(130); // a second Ctrl-C: do not wait for the tabs
+          stopping = true;
           resolve();
         };
         process.on('SIGINT', stop);
@@ -46,7 +49,8 @@ export function registerWebCommands(program: Command, env: NodeJS.ProcessEnv, se
       const { readWebRecord } = await import('../web/gateway/record.js');
       const record = readWebRecord(env);
       if (!record || !isProcessAlive(record.pid)) throw new AstraError('daemon_not_running', 'no `astra web` is running for this user; start one with `astra web`');
-      const body = JSON.stringify({ observe: Boolean(o.observe) });
+      // `web` has an --observe of its own, which commander may hand the flag to.
+      const body = JSON.stringify({ observe: Boolean(o.observe || (web.opts() as { observe?: boolean }).observe) });
       const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = http.request(
           {

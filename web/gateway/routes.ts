@@ -7,6 +7,7 @@ import { HttpError, sendJson } from './errors.js';
 import { MAX_BODY_BYTES, readJsonBody } from './security.js';
 import { EventStream, eventToJson, type StreamOptions } from './sse.js';
 import type { Tab, Tabs } from './tabs.js';
+import { ENDPOINTS, STREAM_EVENTS, type Endpoint } from './contract.js';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -21,14 +22,10 @@ export interface RouteContext {
 type Handler = (ctx: RouteContext, params: string[]) => Promise<void>;
 
 interface Route {
-  method: string;
+  endpoint: Endpoint;
   pattern: RegExp;
-  /** Changes state (or opens an event stream): the Origin check applies. */
-  guarded: boolean;
   handler: Handler;
 }
-
-const ID = '([^/]{1,128})';
 
 function str(body: Record<string, unknown>, key: string, opts: { required?: boolean; max?: number } = {}): string | undefined {
   const v = body[key];
@@ -49,7 +46,7 @@ function intParam(url: URL, key: string, min: number, max: number): number | und
   return n;
 }
 
-function writable(tab: Tab): void {
+export function refuseReadOnly(tab: Tab): void {
   if (tab.readOnly) throw new HttpError(403, 'not_controller', 'this is a read-only (observer) link: it can watch but not write; pair with `astra web pair` (without --observe) to control');
 }
 
@@ -61,20 +58,14 @@ async function decorate(tab: Tab, sessions: Session[]): Promise<Array<Session & 
   return sessions.map((s) => ({ ...s, observers: observers.get(s.id) ?? 0, controlledByMe: client.heldLeases.has(s.id) }));
 }
 
-const routes: Route[] = [
-  {
-    method: 'GET',
-    pattern: /^\/v1\/me$/,
-    guarded: false,
+const handlers: Record<string, { handler: Handler }> = {
+  'GET /v1/me': {
     handler: async ({ res, tab }) => {
       const client = await tab.daemon();
       sendJson(res, 200, { clientId: client.connectionId, clientName: tab.clientName, tabId: tab.tabId, browser: tab.grant.id, readOnly: tab.readOnly });
     },
   },
-  {
-    method: 'GET',
-    pattern: /^\/v1\/capabilities$/,
-    guarded: false,
+  'GET /v1/capabilities': {
     handler: async ({ res, tab, stream, version, tabs }) => {
       sendJson(res, 200, {
         version,
@@ -84,14 +75,11 @@ const routes: Route[] = [
         maxBodyBytes: MAX_BODY_BYTES,
         limits: { streamsPerTab: tabs.limits.streamsPerTab, tabsPerBrowser: tabs.limits.tabsPerBrowser },
         eventTypes: EVENT_TYPES,
-        streamEvents: ['open', 'replayed', 'heartbeat', 'lagged', 'resynced', 'error'],
+        streamEvents: Object.keys(STREAM_EVENTS),
       });
     },
   },
-  {
-    method: 'GET',
-    pattern: /^\/v1\/sessions$/,
-    guarded: false,
+  'GET /v1/sessions': {
     handler: async ({ res, tab, url }) => {
       const client = await tab.daemon();
       const limit = intParam(url, 'limit', 1, 1000) ?? 100;
@@ -100,12 +88,8 @@ const routes: Route[] = [
       sendJson(res, 200, { sessions: await decorate(tab, page.sessions), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
     },
   },
-  {
-    method: 'POST',
-    pattern: /^\/v1\/sessions$/,
-    guarded: true,
+  'POST /v1/sessions': {
     handler: async ({ req, res, tab }) => {
-      writable(tab);
       const body = await readJsonBody(req);
       const policy = str(body, 'approvalPolicy');
       if (policy !== undefined && policy !== 'ask' && policy !== 'auto') throw new AstraError('invalid_params', '"approvalPolicy" must be "ask" or "auto"');
@@ -122,10 +106,7 @@ const routes: Route[] = [
       sendJson(res, 201, { session: (await decorate(tab, [session]))[0] });
     },
   },
-  {
-    method: 'GET',
-    pattern: new RegExp(`^/v1/sessions/${ID}$`),
-    guarded: false,
+  'GET /v1/sessions/{id}': {
     handler: async ({ res, tab, url }, [id]) => {
       const client = await tab.daemon();
       const limit = intParam(url, 'limit', 1, 100_000);
@@ -139,10 +120,7 @@ const routes: Route[] = [
       });
     },
   },
-  {
-    method: 'GET',
-    pattern: new RegExp(`^/v1/sessions/${ID}/events$`),
-    guarded: true,
+  'GET /v1/sessions/{id}/events': {
     handler: async ({ req, res, tab, url, stream }, [id]) => {
       const header = req.headers['last-event-id'];
       let since = intParam(url, 'since', 0, Number.MAX_SAFE_INTEGER) ?? 0;
@@ -168,12 +146,8 @@ const routes: Route[] = [
       await s.start();
     },
   },
-  {
-    method: 'POST',
-    pattern: new RegExp(`^/v1/sessions/${ID}/messages$`),
-    guarded: true,
+  'POST /v1/sessions/{id}/messages': {
     handler: async ({ req, res, tab }, [id]) => {
-      writable(tab);
       const body = await readJsonBody(req);
       const text = str(body, 'text', { required: true })!;
       const idempotencyKey = str(body, 'idempotencyKey', { required: true, max: 128 })!;
@@ -184,12 +158,8 @@ const routes: Route[] = [
       sendJson(res, 202, { turnId: r.turnId, idempotencyKey });
     },
   },
-  {
-    method: 'POST',
-    pattern: new RegExp(`^/v1/sessions/${ID}/cancel$`),
-    guarded: true,
+  'POST /v1/sessions/{id}/cancel': {
     handler: async ({ req, res, tab }, [id]) => {
-      writable(tab);
       await readJsonBody(req);
       const client = await tab.daemon();
       if (!client.heldLeases.has(id!)) throw new HttpError(403, 'not_controller', 'this tab does not control the session: take control first (POST /v1/sessions/{id}/lease)', { sessionId: id });
@@ -203,12 +173,8 @@ const routes: Route[] = [
       }
     },
   },
-  {
-    method: 'POST',
-    pattern: new RegExp(`^/v1/sessions/${ID}/lease$`),
-    guarded: true,
+  'POST /v1/sessions/{id}/lease': {
     handler: async ({ req, res, tab }, [id]) => {
-      writable(tab);
       const body = await readJsonBody(req);
       const takeover = body.takeover === true;
       const resumeToken = str(body, 'resumeToken', { max: 256 });
@@ -218,24 +184,16 @@ const routes: Route[] = [
       sendJson(res, 200, { sessionId: lease.sessionId, epoch: lease.epoch, resumeToken: lease.resumeToken, graceMs: lease.graceMs });
     },
   },
-  {
-    method: 'DELETE',
-    pattern: new RegExp(`^/v1/sessions/${ID}/lease$`),
-    guarded: true,
+  'DELETE /v1/sessions/{id}/lease': {
     handler: async ({ res, tab }, [id]) => {
-      writable(tab);
       const client = await tab.daemon();
       const lease = client.heldLeases.get(id!);
       if (lease) await lease.release();
       sendJson(res, 200, { sessionId: id, released: lease !== undefined });
     },
   },
-  {
-    method: 'POST',
-    pattern: new RegExp(`^/v1/approvals/${ID}$`),
-    guarded: true,
+  'POST /v1/approvals/{id}': {
     handler: async ({ req, res, tab }, [id]) => {
-      writable(tab);
       const body = await readJsonBody(req);
       const decision = str(body, 'decision', { required: true });
       if (decision !== 'approve' && decision !== 'deny') throw new AstraError('invalid_params', '"decision" must be "approve" or "deny"');
@@ -245,7 +203,18 @@ const routes: Route[] = [
       sendJson(res, 200, r);
     },
   },
-];
+};
+
+/** The router: the contract's endpoints that need the cookie, each with its handler (one for each, checked here). */
+const routes: Route[] = ENDPOINTS.filter((e) => e.auth).map((endpoint) => {
+  const key = `${endpoint.method} ${endpoint.path}`;
+  const h = handlers[key];
+  if (!h) throw new Error(`web/gateway/routes.ts has no handler for ${key} of the contract`);
+  const pattern = new RegExp(`^${endpoint.path.replace(/\{id\}/g, '([^/]{1,128})')}$`);
+  return { endpoint, pattern, handler: h.handler };
+});
+for (const key of Object.keys(handlers))
+  if (!ENDPOINTS.some((e) => `${e.method} ${e.path}` === key)) throw new Error(`web/gateway/routes.ts handles ${key}, which the contract does not name`);
 
 /** The route for a method and path, with its captured ids; `undefined` when the path is unknown. */
 export function matchRoute(method: string, pathname: string): { route: Route; params: string[] } | { allowed: string[] } | undefined {
@@ -253,8 +222,8 @@ export function matchRoute(method: string, pathname: string): { route: Route; pa
   for (const route of routes) {
     const m = route.pattern.exec(pathname);
     if (!m) continue;
-    if (route.method !== method) {
-      allowed.push(route.method);
+    if (route.endpoint.method !== method) {
+      allowed.push(route.endpoint.method);
       continue;
     }
     let params: string[];

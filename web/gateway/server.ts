@@ -12,7 +12,7 @@ import { ASTRA_VERSION, isProcessAlive } from '../../discovery/index.js';
 import { HttpError, sendError, sendJson } from './errors.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
-import { matchRoute } from './routes.js';
+import { matchRoute, refuseReadOnly } from './routes.js';
 import { checkHost, checkOrigin, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
 import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
@@ -163,8 +163,9 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     const found = matchRoute(method, pathname);
     if (!found) throw new AstraError('method_not_found', `no endpoint ${pathname}; GET /v1/capabilities lists what there is`);
     if ('allowed' in found) throw new HttpError(405, 'method_not_found', `${method} is not allowed on ${pathname}; use ${found.allowed.join(' or ')}`);
-    if (found.route.guarded) checkOrigin(req, ownOrigin);
+    if (found.route.endpoint.guarded) checkOrigin(req, ownOrigin);
     const tab = tabs.get(grant, tabId);
+    if (found.route.endpoint.writes) refuseReadOnly(tab);
     await found.route.handler({ req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);
   }
 

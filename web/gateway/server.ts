@@ -120,13 +120,25 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
   });
 
+  /** Attacker-chosen header values go into the log only shortened and printable. */
+  const printable = (v: unknown): string => String(v ?? '').slice(0, 100).replace(/[^\x20-\x7e]/g, '?');
+  const guard = (what: string, req: http.IncomingMessage, check: () => void): void => {
+    try {
+      check();
+    } catch (e) {
+      log(`refused ${req.method} ${printable((req.url ?? '').split('?')[0])}: ${what} (Host ${printable(req.headers.host)}, Origin ${printable(req.headers.origin ?? '-')}, Sec-Fetch-Site ${printable(req.headers['sec-fetch-site'] ?? '-')})`);
+      throw e;
+    }
+  };
+
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     setSecurityHeaders(res);
     if (overflow.has(req.socket)) {
       res.setHeader('Connection', 'close');
       throw new AstraError('overloaded', `the gateway has ${sockets.size - 1} connections open (at most ${maxConnections}); retry shortly`);
     }
-    const ownOrigin = checkHost(req, boundPort);
+    let ownOrigin = '';
+    guard('Host check', req, () => (ownOrigin = checkHost(req, boundPort)));
     const url = new URL(req.url ?? '/', ownOrigin);
     const method = req.method ?? 'GET';
     const pathname = url.pathname;
@@ -135,7 +147,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     if (pathname === '/v1/health' && method === 'GET') return sendJson(res, 200, { ok: true, version: ASTRA_VERSION, port: boundPort });
     if (pathname === '/v1/pair') {
       if (method !== 'POST') throw new HttpError(405, 'method_not_found', 'use POST /v1/pair {code}');
-      checkOrigin(req, ownOrigin);
+      guard('Origin check', req, () => checkOrigin(req, ownOrigin));
       const body = await readJsonBody(req);
       const code = typeof body.code === 'string' ? body.code : '';
       const redeemed = code ? pairing.redeem(code) : undefined;
@@ -163,7 +175,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     const found = matchRoute(method, pathname);
     if (!found) throw new AstraError('method_not_found', `no endpoint ${pathname}; GET /v1/capabilities lists what there is`);
     if ('allowed' in found) throw new HttpError(405, 'method_not_found', `${method} is not allowed on ${pathname}; use ${found.allowed.join(' or ')}`);
-    if (found.route.endpoint.guarded) checkOrigin(req, ownOrigin);
+    if (found.route.endpoint.guarded) guard('Origin check', req, () => checkOrigin(req, ownOrigin));
     const tab = tabs.get(grant, tabId);
     if (found.route.endpoint.writes) refuseReadOnly(tab);
     await found.route.handler({ req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);

@@ -93,6 +93,9 @@ export interface SseStream {
   headers: http.IncomingHttpHeaders;
   frames: SseFrame[];
   next(pred: (f: SseFrame) => boolean, timeoutMs?: number, what?: string): Promise<SseFrame>;
+  /** Stops reading (the socket fills up, as with a slow browser) and starts again. */
+  pause(): void;
+  resume(): void;
   close(): void;
 }
 
@@ -140,6 +143,8 @@ export function openSse(port: number, path: string, o: { cookie?: string; header
         frames,
         next: (pred, timeoutMs = 15_000, what = 'a matching SSE frame') =>
           waitFor(`${what} (got ${frames.map((f) => f.event).join(',')})`, () => frames.find(pred), timeoutMs),
+        pause: () => res.pause(),
+        resume: () => res.resume(),
         close: () => req.destroy(),
       });
     });

@@ -227,6 +227,27 @@ describe('astra web: events over SSE', () => {
     expectEnvelope(ahead, 'cursor_ahead');
   });
 
+  it('says lagged when the browser reads too slowly, then resyncs from the journal with nothing lost or repeated', async () => {
+    const { g, cookie } = await setup();
+    const id = await newSession(g, cookie, 'auto');
+    expect((await request(g.port, 'POST', `/v1/sessions/${id}/lease`, { cookie, tab: 't', body: {} })).status).toBe(200);
+    const s = await openSse(g.port, `/v1/sessions/${id}/events?tab=t`, { cookie });
+    await s.next((f) => f.event === 'replayed');
+    s.pause();
+    const total = 24 * 1024 * 1024;
+    await request(g.port, 'POST', `/v1/sessions/${id}/messages`, { cookie, tab: 't', body: { text: `head -c ${total} /dev/zero | tr '\\0' a`, idempotencyKey: 'k' } });
+    await waitFor('the turn to finish while the reader sleeps', async () => (await request(g.port, 'GET', `/v1/sessions/${id}?limit=1`, { cookie })).body.session.state === 'idle', 30_000);
+    s.resume();
+    await s.next((f) => f.event === 'turn.completed', 30_000);
+    expect(s.frames.some((f) => f.event === 'lagged')).toBe(true);
+    expect(s.frames.some((f) => f.event === 'resynced')).toBe(true);
+    const seqs = s.frames.filter((f) => f.id !== undefined).map((f) => f.data.seq as number);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    const bytes = s.frames.filter((f) => f.event === 'command.output').reduce((n, f) => n + Buffer.from(f.data.data.data, 'base64').length, 0);
+    expect(bytes).toBe(total);
+    s.close();
+  });
+
   it('answers an approval by its revision once; a stale revision or a second answer is expired', async () => {
     const { g, cookie } = await setup();
     const id = await newSession(g, cookie, 'ask');

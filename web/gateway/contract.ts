@@ -122,7 +122,7 @@ export const ENDPOINTS: Endpoint[] = [
     auth: true,
     guarded: true,
     writes: true,
-    request: obj({ title: opt(str({ maxLength: 256 })), cwd: opt(str({ maxLength: 4096 })), approvalPolicy: opt(oneOf(APPROVAL_POLICIES)), idempotencyKey: opt(str({ maxLength: 128 })) }),
+    request: obj({ title: opt(str({ maxLength: 256 })), cwd: opt(str({ maxLength: 4096 })), engine: opt(str({ maxLength: 64 })), approvalPolicy: opt(oneOf(APPROVAL_POLICIES)), idempotencyKey: opt(str({ maxLength: 128 })) }),
     status: 201,
     response: obj({ session: sessionView }),
   },

@@ -95,11 +95,13 @@ const handlers: Record<string, { handler: Handler }> = {
       if (policy !== undefined && policy !== 'ask' && policy !== 'auto') throw new AstraError('invalid_params', '"approvalPolicy" must be "ask" or "auto"');
       const title = str(body, 'title', { max: 256 });
       const cwd = str(body, 'cwd', { max: 4096 });
+      const engine = str(body, 'engine', { max: 64 });
       const idempotencyKey = str(body, 'idempotencyKey', { max: 128 });
       const client = await tab.daemon();
       const { session } = await client.session.create({
         ...(title !== undefined ? { title } : {}),
         ...(cwd !== undefined ? { cwd } : {}),
+        ...(engine !== undefined ? { engine } : {}),
         ...(policy !== undefined ? { approvalPolicy: policy } : {}),
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
       });

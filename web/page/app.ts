@@ -15,10 +15,12 @@ interface Renderer {
 /** What tests read: every seq rendered, in order, and the terminal's text. */
 interface PageProbe {
   seqs: number[];
+  /** For each event rendered live: ms from the daemon's timestamp to the end of its rendering. */
+  latencies: number[];
   terminalText(): string;
   streamState: StreamState | 'idle';
 }
-const probe: PageProbe = { seqs: [], terminalText: () => '', streamState: 'idle' };
+const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', streamState: 'idle' };
 (window as unknown as { astra: PageProbe }).astra = probe;
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -141,6 +143,7 @@ function showSession(id: string): void {
   const approvals = new ApprovalRenderer(cards);
   const renderers: Renderer[] = [terminal, new MessageRenderer(messages), approvals];
   probe.seqs = [];
+  probe.latencies = [];
   probe.terminalText = () => terminal.text;
   let controlled = false;
 
@@ -199,6 +202,7 @@ function showSession(id: string): void {
     onEvent: (e) => {
       probe.seqs.push(e.seq);
       for (const r of renderers) if (r.handles(e.type)) r.render(e);
+      if (probe.streamState === 'live') probe.latencies.push(Date.now() - e.ts);
       if (e.type === 'lease.changed' || e.type === 'turn.completed' || e.type === 'turn.started') void refreshControl();
     },
     onState: (s, detail) => setStream(s, detail),

@@ -54,6 +54,7 @@ function reader(port: number, p: string, cookie: string, waitReplayed: boolean):
   const done = new Promise<number>((r) => (markDone = r));
   if (!waitReplayed) markReady();
   const r = http.request({ host: '127.0.0.1', port, path: p, headers: { Host: `127.0.0.1:${port}`, Cookie: cookie } }, (res) => {
+    if (res.statusCode !== 200) throw new Error(`bench: ${p} answered ${res.statusCode}`);
     let tail = '';
     res.setEncoding('utf8');
     res.on('data', (d: string) => {
@@ -72,14 +73,14 @@ function reader(port: number, p: string, cookie: string, waitReplayed: boolean):
 }
 
 async function gatewayRun(port: number, cookie: string, readers: number): Promise<number> {
-  const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'w', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
-  await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'w', {});
+  const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'r0', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
+  await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'r0', {});
   const rs = Array.from({ length: readers }, (_, i) => reader(port, `/v1/sessions/${session.id}/events?tab=r${i}&since=0`, cookie, true));
   await Promise.all(rs.map((r) => r.ready));
   const t0 = performance.now();
-  await req(port, 'POST', `/v1/sessions/${session.id}/messages`, cookie, 'w', { text: `count=${COUNT} size=${SIZE} batch=1000`, idempotencyKey: `bench-${readers}-${Date.now()}` });
+  await req(port, 'POST', `/v1/sessions/${session.id}/messages`, cookie, 'r0', { text: `count=${COUNT} size=${SIZE} batch=1000`, idempotencyKey: `bench-${readers}-${Date.now()}` });
   const ends = await Promise.all(rs.map((r) => r.done));
-  await req(port, 'DELETE', `/v1/sessions/${session.id}/lease`, cookie, 'w');
+  await req(port, 'DELETE', `/v1/sessions/${session.id}/lease`, cookie, 'r0');
   return (COUNT * readers) / ((Math.max(...ends) - t0) / 1000);
 }
 
@@ -151,7 +152,9 @@ async function main(): Promise<void> {
     });
     const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
     for (const readers of [1, 16]) {
+      process.stderr.write(`bench: ${readers} reader(s) on the gateway\n`);
       const gateway = await gatewayRun(port, cookie, readers);
+      process.stderr.write(`bench: ${readers} reader(s) on the bare server\n`);
       const bare = await bareRun(readers);
       results[`readers${readers}`] = { gatewayEventsPerSec: Math.round(gateway), bareEventsPerSec: Math.round(bare), ratio: Number((gateway / bare).toFixed(2)), target: 0.8 };
     }

@@ -184,6 +184,32 @@ describe('astra web: the error envelope and bounds', () => {
   });
 });
 
+describe('astra web: streams per tab', () => {
+  it('answers overloaded for a tab\'s ninth event stream, and a newer stream of the same session replaces the older', async () => {
+    const { g, cookie } = await setup();
+    const ids: string[] = [];
+    for (let i = 0; i < 9; i++) ids.push(await newSession(g, cookie, 'auto'));
+    const streams = [];
+    for (const id of ids.slice(0, 8)) {
+      const s = await openSse(g.port, `/v1/sessions/${id}/events?tab=t`, { cookie });
+      expect(s.status).toBe(200);
+      await s.next((f) => f.event === 'replayed');
+      streams.push(s);
+    }
+    const ninth = await request(g.port, 'GET', `/v1/sessions/${ids[8]}/events?tab=t`, { cookie });
+    expect(ninth.status).toBe(503);
+    expectEnvelope(ninth, 'overloaded');
+    // Another tab has bounds of its own.
+    const other = await openSse(g.port, `/v1/sessions/${ids[8]}/events?tab=u`, { cookie });
+    expect(other.status).toBe(200);
+    // The browser reconnecting to the same session: the new stream replaces the old one, which ends.
+    const again = await openSse(g.port, `/v1/sessions/${ids[0]}/events?tab=t`, { cookie });
+    expect(again.status).toBe(200);
+    await again.next((f) => f.event === 'replayed');
+    for (const s of [...streams, other, again]) s.close();
+  });
+});
+
 describe('astra web: events over SSE', () => {
   it('streams id = seq, event = type, data = JSON, command output as base64; Last-Event-ID and ?since= replay from there', async () => {
     const { g, cookie } = await setup({ ASTRA_WEB_HEARTBEAT_MS: '200' });

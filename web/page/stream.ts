@@ -20,6 +20,10 @@ export class SessionStream {
   private retryTimer: number | undefined;
   private attempts = 0;
   private closed = false;
+  /** A stream silent for 2.5 heartbeats is dead (a laptop that slept, a proxy that hung): reopen it. */
+  private lastFrameAt = Date.now();
+  private heartbeatMs = 15_000;
+  private watchdog: number | undefined;
 
   constructor(
     readonly sessionId: string,
@@ -29,6 +33,12 @@ export class SessionStream {
 
   start(): void {
     this.open();
+    this.watchdog = window.setInterval(() => {
+      if (this.source && Date.now() - this.lastFrameAt > this.heartbeatMs * 2.5) {
+        this.h.onState('reconnecting', 'the stream went silent');
+        this.retry();
+      }
+    }, 1_000);
   }
 
   private open(): void {
@@ -37,9 +47,14 @@ export class SessionStream {
     const url = `/v1/sessions/${encodeURIComponent(this.sessionId)}/events?tab=${tabId}&since=${this.lastSeq}`;
     const es = new EventSource(url);
     this.source = es;
+    this.lastFrameAt = Date.now();
+    es.addEventListener('heartbeat', () => (this.lastFrameAt = Date.now()));
     es.addEventListener('open', (ev) => {
       const m = ev as MessageEvent;
+      this.lastFrameAt = Date.now();
       if (typeof m.data !== 'string') return; // the EventSource's own open, not the gateway's
+      const hb = (JSON.parse(m.data) as { heartbeatMs?: number }).heartbeatMs;
+      if (typeof hb === 'number' && hb > 0) this.heartbeatMs = hb;
       this.attempts = 0;
       this.h.onState('catching-up');
       this.h.onOpen();
@@ -57,6 +72,7 @@ export class SessionStream {
     for (const type of this.eventTypes) {
       if (STREAM_EVENTS.includes(type)) continue;
       es.addEventListener(type, (ev) => {
+        this.lastFrameAt = Date.now();
         const e = JSON.parse((ev as MessageEvent).data as string) as PageEvent;
         if (e.seq <= this.lastSeq) return;
         this.lastSeq = e.seq;
@@ -78,6 +94,7 @@ export class SessionStream {
 
   close(): void {
     this.closed = true;
+    if (this.watchdog !== undefined) clearInterval(this.watchdog);
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     this.source?.close();
   }

@@ -93,6 +93,17 @@ describe('astra web: pairing and authentication', () => {
     expect(list.body.sessions).toHaveLength(1);
   });
 
+  it('astra web --observe prints a read-only link, and a second astra web is refused with the running one named', async () => {
+    const env = envFor(newHome());
+    const g = await startWeb(env, ['--observe']);
+    const cookie = await pair(g.port, g.link);
+    expect((await request(g.port, 'GET', '/v1/me', { cookie })).body).toMatchObject({ readOnly: true, clientName: expect.stringMatching(/^astra web observer /) });
+    const second = await runCli(['web'], env);
+    expect(second.code).not.toBe(0);
+    expect(second.stderr).toContain(`a gateway already runs for this user at http://127.0.0.1:${g.port}/`);
+    expect(second.stderr).toContain('astra web pair');
+  });
+
   it('refuses any address but 127.0.0.1 to listen on', async () => {
     const r = await runCli(['web', '--host', '0.0.0.0'], envFor(newHome()));
     expect(r.code).not.toBe(0);

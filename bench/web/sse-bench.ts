@@ -134,6 +134,15 @@ async function renderLatency(env: NodeJS.ProcessEnv, origin: string): Promise<{ 
 async function main(): Promise<void> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'abw-'));
   const env = { ...process.env, ASTRA_HOME: home, ASTRA_IDLE_TIMEOUT_MS: '0' };
+  // Interrupted (Ctrl-C, a timeout): stop what this run started, the daemon included, by pid.
+  const abort = (): void => {
+    for (const c of children) c.kill('SIGKILL');
+    spawnSync(process.execPath, [CLI, 'daemon', 'stop'], { env, stdio: 'ignore' });
+    fs.rmSync(home, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', abort);
+  process.once('SIGTERM', abort);
   const gw = spawn(process.execPath, [CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(gw);
   let out = '';

@@ -13,8 +13,31 @@ export interface GatewayProc {
   stderr: () => string;
 }
 
+const running = new Set<ChildProcess>();
+
+/**
+ * For afterEach, before the homes are cleaned up: stops every gateway a test started (SIGINT, then
+ * SIGKILL after 5 s). A gateway killed together with its daemon could otherwise start a new daemon
+ * for a home that is being removed.
+ */
+export async function stopAllWebs(): Promise<void> {
+  await Promise.all(
+    [...running].map(async (child) => {
+      running.delete(child);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
 export async function startWeb(env: NodeJS.ProcessEnv, args: string[] = []): Promise<GatewayProc> {
   const child = spawn(process.execPath, [CLI, 'web', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -2,11 +2,13 @@
 // pairing, 401s, Host and Origin refusals, observer links, the SSE contract, approvals, the envelope.
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { envFor, runCli, useTempHomes, waitFor } from '../helpers/processes.js';
-import { openSse, pair, request, startWeb, stopWeb, codeOf, type GatewayProc } from './gateway-helpers.js';
+import { openSse, pair, request, startWeb, stopWeb, codeOf, type GatewayProc, stopAllWebs } from './gateway-helpers.js';
 
 const newHome = useTempHomes('aw');
+// Registered after useTempHomes, so it runs first: gateways stop before their homes are cleaned up.
+afterEach(stopAllWebs);
 
 async function setup(extra: Record<string, string> = {}, args: string[] = []): Promise<{ home: string; env: NodeJS.ProcessEnv; g: GatewayProc; cookie: string }> {
   const home = newHome();

@@ -2,16 +2,18 @@
 // the router and docs/http.md say the same thing; real answers of a real gateway match the schemas.
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS, STREAM_EVENTS, errorEnvelopeSchema, httpEventSchema, renderHttpSchema, type Endpoint } from '../../web/gateway/contract.js';
 import { matchRoute } from '../../web/gateway/routes.js';
 import { ROOT, envFor, useTempHomes } from '../helpers/processes.js';
-import { openSse, pair, request, startWeb } from './gateway-helpers.js';
+import { openSse, pair, request, startWeb, stopAllWebs } from './gateway-helpers.js';
 
 const SCHEMA_FILE = path.join(ROOT, 'schema', 'astra-http-v1.json');
 const DOC = fs.readFileSync(path.join(ROOT, 'docs', 'http.md'), 'utf8');
 const FIX = 'run `npm run build && node scripts/gen-http-schema.mjs` and commit schema/astra-http-v1.json';
 const newHome = useTempHomes('ac');
+// Registered after useTempHomes, so it runs first: gateways stop before their homes are cleaned up.
+afterEach(stopAllWebs);
 
 function endpoint(method: string, p: string): Endpoint {
   const e = ENDPOINTS.find((x) => x.method === method && x.path === p);

@@ -5,15 +5,17 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { envFor, readRecordFile, runCli, useTempHomes, waitFor } from '../helpers/processes.js';
 import { CHROMIUM, TMUX, skipWithout } from '../helpers/system-tools.js';
 import { Tmux } from '../cli/tmux.js';
 import { launchBrowser, probe, waitProbe } from './browser-helpers.js';
-import { request, startWeb, stopWeb, type GatewayProc } from './gateway-helpers.js';
+import { request, startWeb, stopWeb, type GatewayProc, stopAllWebs } from './gateway-helpers.js';
 
 const skipChromium = skipWithout(CHROMIUM);
 const newHome = useTempHomes('ab');
+// Registered after useTempHomes, so it runs first: gateways stop before their homes are cleaned up.
+afterEach(stopAllWebs);
 let browser: Browser;
 
 beforeAll(async () => {

@@ -59,6 +59,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const { registerSessionCommands } = await import('./session-commands.js');
     registerSessionCommands(program, out, env, setExit);
   }
+  if (argv[0] !== 'daemon') (await import('./web-command.js')).registerWebCommands(program, env, setExit);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;

@@ -1,4 +1,4 @@
-// Tests that drive a system tool (tmux, Debian's python3-msgpack, later chromium) skip when it is
+// Tests that drive a system tool (tmux, Debian's python3-msgpack, chromium) skip when it is
 // missing on a developer's machine, with one line naming the package to install — except under
 // CI=true, where every tool must be there (.ci/run installs them) and a missing one fails the run.
 import { spawnSync } from 'node:child_process';
@@ -26,6 +26,10 @@ export function pythonWithMsgpack(): string | undefined {
 }
 
 export const PYTHON_MSGPACK: SystemTool = { name: 'python3 with msgpack', pkg: 'python3-msgpack', probe: () => pythonWithMsgpack() !== undefined };
+
+/** Debian's chromium, driven by playwright-core (its own browser download cannot be reached here). */
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+export const CHROMIUM: SystemTool = { name: 'chromium', pkg: 'chromium', probe: () => runs(CHROMIUM_PATH, ['--version']) };
 
 const checked = new Map<SystemTool, boolean>();
 

@@ -1,0 +1,183 @@
+// `astra web` benchmark (not part of npm test; run `npm run build && node dist/bench/web/sse-bench.js`):
+// SSE events/s from GET /v1/sessions/{id}/events to one reader and fanned out to 16, beside a bare
+// node:http server streaming the same frames in the same run; and, when chromium is installed, the
+// time from the daemon's timestamp of an event to the page having rendered it. Targets (issue 18):
+// ≥ 0.8× the bare server; emit-to-render p50 ≤ 20 ms.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const CLI = path.resolve(HERE, '..', '..', 'cli', 'main.js');
+const COUNT = Number(process.env.BENCH_WEB_EVENTS ?? 100_000);
+const SIZE = 200;
+const children: ChildProcess[] = [];
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function until<T>(what: string, ms: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function req(port: number, method: string, p: string, cookie: string, tab: string, body?: unknown): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const r = http.request(
+      { host: '127.0.0.1', port, method, path: p, headers: { Host: `127.0.0.1:${port}`, Cookie: cookie, 'X-Astra-Tab': tab, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}) } },
+      (res) => {
+        let t = '';
+        res.on('data', (d) => (t += d));
+        res.on('end', () => (res.statusCode! < 300 ? resolve(t ? JSON.parse(t) : {}) : reject(new Error(`${method} ${p}: ${res.statusCode} ${t}`))));
+      },
+    );
+    r.on('error', reject);
+    r.end(payload);
+  });
+}
+
+/** An SSE reader that resolves `ready` at the first `replayed` (or at once) and `done` at turn.completed. */
+function reader(port: number, p: string, cookie: string, waitReplayed: boolean): { ready: Promise<void>; done: Promise<number> } {
+  let markReady!: () => void;
+  let markDone!: (t: number) => void;
+  const ready = new Promise<void>((r) => (markReady = r));
+  const done = new Promise<number>((r) => (markDone = r));
+  if (!waitReplayed) markReady();
+  const r = http.request({ host: '127.0.0.1', port, path: p, headers: { Host: `127.0.0.1:${port}`, Cookie: cookie } }, (res) => {
+    if (res.statusCode !== 200) throw new Error(`bench: ${p} answered ${res.statusCode}`);
+    let tail = '';
+    res.setEncoding('utf8');
+    res.on('data', (d: string) => {
+      const s = tail + d;
+      if (waitReplayed && s.includes('event: replayed')) markReady();
+      if (s.includes('event: turn.completed')) {
+        markDone(performance.now());
+        r.destroy();
+      }
+      tail = s.slice(-40);
+    });
+  });
+  r.on('error', () => undefined);
+  r.end();
+  return { ready, done };
+}
+
+async function gatewayRun(port: number, cookie: string, readers: number): Promise<number> {
+  const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'r0', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
+  await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'r0', {});
+  const rs = Array.from({ length: readers }, (_, i) => reader(port, `/v1/sessions/${session.id}/events?tab=r${i}&since=0`, cookie, true));
+  await Promise.all(rs.map((r) => r.ready));
+  const t0 = performance.now();
+  await req(port, 'POST', `/v1/sessions/${session.id}/messages`, cookie, 'r0', { text: `count=${COUNT} size=${SIZE} batch=1000`, idempotencyKey: `bench-${readers}-${Date.now()}` });
+  const ends = await Promise.all(rs.map((r) => r.done));
+  await req(port, 'DELETE', `/v1/sessions/${session.id}/lease`, cookie, 'r0');
+  return (COUNT * readers) / ((Math.max(...ends) - t0) / 1000);
+}
+
+async function bareRun(readers: number): Promise<number> {
+  const child = spawn(process.execPath, [path.join(HERE, 'bare-sse.js'), String(COUNT), String(SIZE)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const port = await until('the bare SSE server', 10_000, () => (/^\d+\n/.test(out) ? Number(out.trim()) : undefined));
+  const t0 = performance.now();
+  const rs = Array.from({ length: readers }, () => reader(port, '/', '', false));
+  const ends = await Promise.all(rs.map((r) => r.done));
+  child.kill('SIGKILL');
+  return (COUNT * readers) / ((Math.max(...ends) - t0) / 1000);
+}
+
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+async function renderLatency(env: NodeJS.ProcessEnv, origin: string): Promise<{ p50: number; p99: number; samples: number } | string> {
+  if (spawnSync('/usr/bin/chromium', ['--version'], { stdio: 'ignore' }).status !== 0) return 'skipped: chromium is not installed (apt-get install chromium)';
+  const { chromium } = await import('playwright-core');
+  const link = spawnSync(process.execPath, [CLI, 'web', 'pair'], { env, encoding: 'utf8' }).stdout.trim();
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(link);
+    await page.waitForSelector('#new-session:not([disabled])');
+    await page.click('#new-session');
+    await page.waitForSelector('#status[data-stream="live"]');
+    await page.click('#take');
+    await page.waitForSelector('#status-control[data-controlled="true"]');
+    await page.fill('#input', 'for i in $(seq 1 300); do echo line$i; sleep 0.01; done');
+    await page.click('#send');
+    await page.waitForSelector('.card.approval button.approve');
+    await page.click('.card.approval button.approve');
+    await page.waitForFunction(() => ((globalThis as any).astra.terminalText() as string).includes('line300\n'), undefined, { timeout: 60_000 });
+    const lat = (await page.evaluate(() => (globalThis as any).astra.latencies as number[])) as number[];
+    void origin;
+    return { p50: percentile(lat, 50), p99: percentile(lat, 99), samples: lat.length };
+  } finally {
+    await browser.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'abw-'));
+  const env = { ...process.env, ASTRA_HOME: home, ASTRA_IDLE_TIMEOUT_MS: '0' };
+  // Interrupted (Ctrl-C, a timeout): stop what this run started, the daemon included, by pid.
+  const abort = (): void => {
+    for (const c of children) c.kill('SIGKILL');
+    spawnSync(process.execPath, [CLI, 'daemon', 'stop'], { env, stdio: 'ignore' });
+    fs.rmSync(home, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', abort);
+  process.once('SIGTERM', abort);
+  const gw = spawn(process.execPath, [CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(gw);
+  let out = '';
+  gw.stdout!.on('data', (d) => (out += d));
+  try {
+    const link = await until('the pairing link', 20_000, () => /http:\/\/127\.0\.0\.1:(\d+)\/#pair=(\S+)/.exec(out) ?? undefined);
+    const port = Number(link[1]);
+    const cookie = await new Promise<string>((resolve, reject) => {
+      const body = JSON.stringify({ code: link[2] });
+      const r = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/pair', headers: { Host: `127.0.0.1:${port}`, 'Content-Type': 'application/json', 'Content-Length': body.length } }, (res) => {
+        res.resume();
+        resolve(String(res.headers['set-cookie']![0]).split(';')[0]!);
+      });
+      r.on('error', reject);
+      r.end(body);
+    });
+    const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
+    for (const readers of [1, 16]) {
+      process.stderr.write(`bench: ${readers} reader(s) on the gateway\n`);
+      const gateway = await gatewayRun(port, cookie, readers);
+      process.stderr.write(`bench: ${readers} reader(s) on the bare server\n`);
+      const bare = await bareRun(readers);
+      results[`readers${readers}`] = { gatewayEventsPerSec: Math.round(gateway), bareEventsPerSec: Math.round(bare), ratio: Number((gateway / bare).toFixed(2)), target: 0.8 };
+    }
+    results.emitToRenderMs = await renderLatency(env, `http://127.0.0.1:${port}`);
+    process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+  } finally {
+    for (const c of children) c.kill('SIGINT');
+    await sleep(500);
+    spawnSync(process.execPath, [CLI, 'daemon', 'stop'], { env, stdio: 'ignore' });
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
+
+await main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${(e as Error)?.stack ?? String(e)}\n`);
+  process.exitCode = 1;
+});

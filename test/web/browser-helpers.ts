@@ -1,0 +1,39 @@
+// Debian's chromium driven by playwright-core: a fresh profile per launch (launch() makes one),
+// the flags that keep it off the network, and helpers to read what the page shows.
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM_PATH } from '../helpers/system-tools.js';
+
+export const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_FLAGS, ...extraArgs], timeout: 30_000 });
+}
+
+/** The page's probe (web/page/app.ts): every seq rendered, the terminal's text, the stream state. */
+export async function probe(page: Page): Promise<{ seqs: number[]; terminal: string; state: string }> {
+  return page.evaluate(() => {
+    const a = (globalThis as unknown as { astra: { seqs: number[]; terminalText(): string; streamState: string } }).astra;
+    return { seqs: [...a.seqs], terminal: a.terminalText(), state: a.streamState };
+  });
+}
+
+export async function waitProbe(page: Page, what: string, pred: (p: { seqs: number[]; terminal: string; state: string }) => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    const p = await probe(page);
+    if (pred(p)) return;
+    last = p;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; page probe: ${JSON.stringify(last).slice(0, 2000)}`);
+    await page.waitForTimeout(50);
+  }
+}

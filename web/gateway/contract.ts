@@ -1,0 +1,253 @@
+// The HTTP contract as data (docs/http.md): every endpoint with its request and response bodies,
+// and the SSE stream's own events. schema/astra-http-v1.json is generated from this table
+// (scripts/gen-http-schema.mjs); test/web/http-contract.test.ts keeps the table, that file, the
+// router and docs/http.md in step, and checks real answers against the schemas.
+import {
+  APPROVAL_POLICIES,
+  DECISIONS,
+  ERRORS,
+  EVENT_TYPES,
+  arr,
+  bool,
+  int,
+  obj,
+  oneOf,
+  opt,
+  sessionSchema,
+  str,
+  type JsonSchema,
+  type Schema,
+} from '../../protocol/index.js';
+import { MAX_BODY_BYTES } from './security.js';
+
+export const HTTP_CONTRACT_VERSION = 1;
+
+const sessionView = obj(
+  { ...sessionSchema.shape, observers: int({ min: 0 }), controlledByMe: bool() },
+  'A session as the wire protocol describes it, with the observers count and whether this tab controls it.',
+);
+
+/** An event: the wire's event; bytes (command.output data) are base64 text, with encoding: "base64" beside them. */
+export const httpEventSchema = obj(
+  { sessionId: str(), seq: int({ min: 1 }), ts: int({ min: 0 }), type: str(), data: obj({}) },
+  'A session event. In data, bytes travel as base64 text with "encoding": "base64" beside them (command.output).',
+);
+
+export const errorEnvelopeSchema = obj({
+  error: obj({
+    code: int(),
+    reason: oneOf(Object.keys(ERRORS) as [string, ...string[]]),
+    message: str(),
+    retryable: bool(),
+    data: opt(obj({})),
+  }),
+});
+
+const lease = obj({ sessionId: str(), epoch: int({ min: 0 }), resumeToken: str(), graceMs: int({ min: 0 }) });
+
+export interface Endpoint {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  summary: string;
+  /** Needs the pairing cookie. */
+  auth: boolean;
+  /** Checks Origin (state-changing requests and event streams). */
+  guarded: boolean;
+  /** Refused (403 not_controller) for a read-only link. */
+  writes: boolean;
+  query?: Record<string, string>;
+  request?: Schema<unknown>;
+  status: number;
+  /** The JSON body of a success, or undefined for the event stream. */
+  response?: Schema<unknown>;
+}
+
+export const ENDPOINTS: Endpoint[] = [
+  { method: 'GET', path: '/v1/health', summary: 'Whether the gateway runs.', auth: false, guarded: false, writes: false, status: 200, response: obj({ ok: bool(), version: str(), port: int() }) },
+  {
+    method: 'POST',
+    path: '/v1/pair',
+    summary: 'Trades a single-use pairing code for the cookie (Set-Cookie: HttpOnly; SameSite=Strict; Path=/).',
+    auth: false,
+    guarded: true,
+    writes: false,
+    request: obj({ code: str({ maxLength: 256 }) }),
+    status: 200,
+    response: obj({ paired: bool(), readOnly: bool() }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/me',
+    summary: 'Who this tab is on the daemon.',
+    auth: true,
+    guarded: false,
+    writes: false,
+    status: 200,
+    response: obj({ clientId: str(), clientName: str(), tabId: str(), browser: str(), readOnly: bool() }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/capabilities',
+    summary: 'What this gateway offers this tab.',
+    auth: true,
+    guarded: false,
+    writes: false,
+    status: 200,
+    response: obj({
+      version: str(),
+      readOnly: bool(),
+      outputEncoding: oneOf(['base64'] as const),
+      heartbeatMs: int({ min: 1 }),
+      maxBodyBytes: int({ min: 1 }),
+      limits: obj({ streamsPerTab: int({ min: 1 }), tabsPerBrowser: int({ min: 1 }) }),
+      eventTypes: arr(str()),
+      streamEvents: arr(str()),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/sessions',
+    summary: 'Sessions, newest first.',
+    auth: true,
+    guarded: false,
+    writes: false,
+    query: { limit: '1-1000 (default 100)', cursor: 'nextCursor of the previous page', archived: '"true" includes archived sessions' },
+    status: 200,
+    response: obj({ sessions: arr(sessionView), nextCursor: opt(str()) }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions',
+    summary: 'Creates a session.',
+    auth: true,
+    guarded: true,
+    writes: true,
+    request: obj({ title: opt(str({ maxLength: 256 })), cwd: opt(str({ maxLength: 4096 })), engine: opt(str({ maxLength: 64 })), approvalPolicy: opt(oneOf(APPROVAL_POLICIES)), idempotencyKey: opt(str({ maxLength: 128 })) }),
+    status: 201,
+    response: obj({ session: sessionView }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/sessions/{id}',
+    summary: 'A snapshot and its events after ?since= (at most ?limit=).',
+    auth: true,
+    guarded: false,
+    writes: false,
+    query: { since: 'a seq (default 0)', limit: '1-100000' },
+    status: 200,
+    response: obj({ session: sessionView, events: arr(httpEventSchema), headSeq: int({ min: 0 }), nextSeq: opt(int({ min: 0 })) }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/sessions/{id}/events',
+    summary: 'The event stream (SSE): the events after Last-Event-ID or ?since=, then live.',
+    auth: true,
+    guarded: true,
+    writes: false,
+    query: { since: 'a seq (Last-Event-ID wins)', tab: 'the tab id (EventSource cannot send X-Astra-Tab)' },
+    status: 200,
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/{id}/messages',
+    summary: 'Starts a turn (this tab must control the session). The same idempotencyKey never starts a second one.',
+    auth: true,
+    guarded: true,
+    writes: true,
+    request: obj({ text: str(), idempotencyKey: str({ minLength: 1, maxLength: 128 }) }),
+    status: 202,
+    response: obj({ turnId: str(), idempotencyKey: str() }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/{id}/cancel',
+    summary: 'Cancels the running turn; idempotent (status "none" when nothing runs).',
+    auth: true,
+    guarded: true,
+    writes: true,
+    request: obj({}),
+    status: 200,
+    response: obj({ turnId: opt(str()), status: str() }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/{id}/lease',
+    summary: 'Takes control: granted when free, lease_held when not; takeover demotes the holder; resumeToken reclaims within the grace period.',
+    auth: true,
+    guarded: true,
+    writes: true,
+    request: obj({ takeover: opt(bool()), resumeToken: opt(str({ maxLength: 256 })) }),
+    status: 200,
+    response: lease,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/sessions/{id}/lease',
+    summary: 'Gives control up; idempotent (released: false when this tab held none).',
+    auth: true,
+    guarded: true,
+    writes: true,
+    status: 200,
+    response: obj({ sessionId: str(), released: bool() }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/approvals/{id}',
+    summary: 'Answers an approval prompt; revision is the approval id; a stale one (or a prompt this tab no longer holds) is answered outcome "expired".',
+    auth: true,
+    guarded: true,
+    writes: true,
+    request: obj({ decision: oneOf(DECISIONS), revision: str({ maxLength: 256 }), idempotencyKey: opt(str({ maxLength: 128 })) }),
+    status: 200,
+    response: obj({ approvalId: str(), decision: oneOf(DECISIONS), outcome: oneOf(['accepted', 'expired'] as const) }),
+  },
+];
+
+/** Events of the SSE stream that are not session events (no `id:`, so Last-Event-ID stays the last seq). */
+export const STREAM_EVENTS: Record<string, { summary: string; data: Schema<unknown> }> = {
+  open: { summary: 'The stream is open; sinceSeq is where it starts.', data: obj({ sessionId: str(), sinceSeq: int({ min: 0 }), heartbeatMs: int({ min: 1 }) }) },
+  replayed: { summary: 'The backlog through throughSeq has been sent; what follows is live.', data: obj({ throughSeq: int({ min: 0 }) }) },
+  heartbeat: { summary: 'Sent every heartbeatMs (15 s by default) so proxies and the page notice a dead stream.', data: obj({ ts: int({ min: 0 }), lastSeq: int({ min: 0 }) }) },
+  lagged: { summary: 'The browser read too slowly; the stream stopped its subscription and resumes from resumeFromSeq out of the journal.', data: obj({ resumeFromSeq: int({ min: 0 }), lagCount: int({ min: 1 }) }) },
+  resynced: { summary: 'Resumed after lagging (the gateway\'s or the daemon\'s); nothing was skipped.', data: obj({ lastSeq: int({ min: 0 }), lagCount: int({ min: 1 }), throughSeq: opt(int({ min: 0 })) }) },
+  error: { summary: 'The stream failed and ends; data is the error envelope. Reconnect with Last-Event-ID.', data: errorEnvelopeSchema },
+};
+
+export function buildHttpSchema(): JsonSchema {
+  const endpoints: JsonSchema = {};
+  for (const e of ENDPOINTS) {
+    endpoints[`${e.method} ${e.path}`] = {
+      summary: e.summary,
+      auth: e.auth ? 'cookie' : 'none',
+      originChecked: e.guarded,
+      readOnlyRefused: e.writes,
+      ...(e.query ? { query: e.query } : {}),
+      ...(e.request ? { request: e.request.json() } : {}),
+      status: e.status,
+      ...(e.response ? { response: e.response.json() } : { response: { contentType: 'text/event-stream' } }),
+    };
+  }
+  const streamEvents: JsonSchema = {};
+  for (const [name, s] of Object.entries(STREAM_EVENTS)) streamEvents[name] = { summary: s.summary, data: s.data.json() };
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'urn:astra:http:v1',
+    title: 'Astra HTTP + SSE contract (astra web)',
+    description:
+      'Generated from web/gateway/contract.ts by scripts/gen-http-schema.mjs; do not edit. JSON bodies; errors are the envelope below with the wire protocol\'s reasons. Unknown fields and SSE event names must be ignored.',
+    version: HTTP_CONTRACT_VERSION,
+    limits: { maxBodyBytes: MAX_BODY_BYTES },
+    endpoints,
+    sse: {
+      frame: 'id: <seq>\\nevent: <type>\\ndata: <event JSON>\\n\\n for session events; stream events carry no id',
+      event: httpEventSchema.json(),
+      sessionEventTypes: EVENT_TYPES,
+      streamEvents,
+    },
+    error: errorEnvelopeSchema.json(),
+  };
+}
+
+export function renderHttpSchema(): string {
+  return `${JSON.stringify(buildHttpSchema(), null, 2)}\n`;
+}

@@ -1,0 +1,222 @@
+// `astra web`'s HTTP server (docs/http.md): bound to 127.0.0.1 only; every request passes the Host
+// check, then pairing or the cookie, then the Origin check for what changes state; each tab is a
+// client of the daemon of its own (tabs.ts). Serves the page (dist/web/page) from the same origin.
+import http from 'node:http';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Socket } from 'node:net';
+import { AstraError } from '../../protocol/index.js';
+import { ASTRA_VERSION, isProcessAlive } from '../../discovery/index.js';
+import { HttpError, sendError, sendJson } from './errors.js';
+import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
+import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
+import { matchRoute, refuseReadOnly } from './routes.js';
+import { checkHost, checkOrigin, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
+import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
+
+export const LOOPBACK = '127.0.0.1';
+const DEFAULT_MAX_CONNECTIONS = 128;
+
+export interface GatewayOptions {
+  env?: NodeJS.ProcessEnv;
+  /** 0 or undefined: the port of the last gateway here if free, else any free one. */
+  port?: number;
+  /** Only 127.0.0.1 (or `localhost`) is accepted. */
+  host?: string;
+  heartbeatMs?: number;
+  codeTtlMs?: number;
+  maxConnections?: number;
+  tabLimits?: Partial<TabLimits>;
+  /** One line per notable thing (never a code, token or cookie). */
+  log?: (line: string) => void;
+}
+
+export interface Gateway {
+  port: number;
+  origin: string;
+  /** A fresh single-use pairing link. */
+  pairLink(readOnly: boolean): string;
+  close(): Promise<void>;
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.map': 'application/json',
+};
+
+/** dist/web/page, whether this module runs from dist/web/gateway or from a bundle one level below dist/. */
+function pageDir(): string | undefined {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [path.join(here, '..', 'page'), path.join(here, '..', 'web', 'page'), path.join(here, '..', 'dist', 'web', 'page')])
+    if (fs.existsSync(path.join(candidate, 'index.html'))) return candidate;
+  return undefined;
+}
+
+function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new AstraError('invalid_params', `${name} must be a positive number of milliseconds, got "${v}"`);
+  return n;
+}
+
+export function validateHost(host: string | undefined): string {
+  if (host === undefined || host === LOOPBACK || host === 'localhost') return LOOPBACK;
+  throw new AstraError('invalid_params', `astra web listens on ${LOOPBACK} only (it hands out control of your sessions); "${host}" is refused. Reach it from elsewhere through an SSH tunnel.`);
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = http.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, LOOPBACK, () => probe.close(() => resolve(true)));
+  });
+}
+
+export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? (() => undefined);
+  const host = validateHost(opts.host);
+  prepareDir(env);
+  const previous = readWebRecord(env);
+  if (previous && previous.pid !== process.pid && isProcessAlive(previous.pid))
+    throw new AstraError('invalid_state', `a gateway already runs for this user at ${previous.url} (pid ${previous.pid}); \`astra web pair\` prints a link for it`);
+  let port = opts.port ?? 0;
+  if (port === 0 && previous && (await portFree(previous.port))) port = previous.port;
+
+  const heartbeatMs = opts.heartbeatMs ?? envNumber(env, 'ASTRA_WEB_HEARTBEAT_MS') ?? DEFAULT_HEARTBEAT_MS;
+  const pairing = new Pairing(webFiles(env).auth, opts.codeTtlMs ?? envNumber(env, 'ASTRA_WEB_PAIR_TTL_MS') ?? DEFAULT_CODE_TTL_MS);
+  const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits });
+  const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
+  const adminSecret = crypto.randomBytes(32).toString('base64url');
+  const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED };
+  const dir = pageDir();
+  const assets = new Set(dir ? fs.readdirSync(dir) : []);
+  const sockets = new Set<Socket>();
+  const overflow = new WeakSet<Socket>();
+  let boundPort = port;
+  const cookieName = (): string => `astra_web_${boundPort}`;
+
+  const server = http.createServer({ requestTimeout: 0, headersTimeout: 15_000, keepAliveTimeout: 5_000 }, (req, res) => {
+    void handle(req, res).catch((e: unknown) => {
+      if (!(e instanceof AstraError)) log(`internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${(e as Error)?.stack ?? String(e)}`);
+      sendError(res, e);
+    });
+  });
+  server.on('connection', (socket: Socket) => {
+    socket.on('error', () => undefined);
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    if (sockets.size > maxConnections) overflow.add(socket);
+  });
+  server.on('clientError', (_e, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+
+  /** Attacker-chosen header values go into the log only shortened and printable. */
+  const printable = (v: unknown): string => String(v ?? '').slice(0, 100).replace(/[^\x20-\x7e]/g, '?');
+  const guard = (what: string, req: http.IncomingMessage, check: () => void): void => {
+    try {
+      check();
+    } catch (e) {
+      log(`refused ${req.method} ${printable((req.url ?? '').split('?')[0])}: ${what} (Host ${printable(req.headers.host)}, Origin ${printable(req.headers.origin ?? '-')}, Sec-Fetch-Site ${printable(req.headers['sec-fetch-site'] ?? '-')})`);
+      throw e;
+    }
+  };
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    setSecurityHeaders(res);
+    if (overflow.has(req.socket)) {
+      res.setHeader('Connection', 'close');
+      throw new AstraError('overloaded', `the gateway has ${sockets.size - 1} connections open (at most ${maxConnections}); retry shortly`);
+    }
+    let ownOrigin = '';
+    guard('Host check', req, () => (ownOrigin = checkHost(req, boundPort)));
+    const url = new URL(req.url ?? '/', ownOrigin);
+    const method = req.method ?? 'GET';
+    const pathname = url.pathname;
+
+    if (!pathname.startsWith('/v1/')) return servePage(method, pathname, res);
+    if (pathname === '/v1/health' && method === 'GET') return sendJson(res, 200, { ok: true, version: ASTRA_VERSION, port: boundPort });
+    if (pathname === '/v1/pair') {
+      if (method !== 'POST') throw new HttpError(405, 'method_not_found', 'use POST /v1/pair {code}');
+      guard('Origin check', req, () => checkOrigin(req, ownOrigin));
+      const body = await readJsonBody(req);
+      const code = typeof body.code === 'string' ? body.code : '';
+      const redeemed = code ? pairing.redeem(code) : undefined;
+      if (!redeemed) throw new AstraError('unauthorized', 'this pairing code is unknown, used or expired: run `astra web pair` for a fresh link');
+      log(`paired a browser (${redeemed.grant.readOnly ? 'read-only' : 'read-write'}, ${redeemed.grant.id})`);
+      return sendJson(res, 200, { paired: true, readOnly: redeemed.grant.readOnly }, {
+        'Set-Cookie': `${cookieName()}=${redeemed.token}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000`,
+      });
+    }
+    if (pathname === '/v1/admin/pair') {
+      if (method !== 'POST') throw new HttpError(405, 'method_not_found', 'use POST');
+      const auth = String(req.headers.authorization ?? '');
+      const given = Buffer.from(auth.startsWith('Bearer ') ? auth.slice(7) : '');
+      const want = Buffer.from(adminSecret);
+      if (req.headers.origin !== undefined || given.length !== want.length || !crypto.timingSafeEqual(given, want))
+        throw new AstraError('unauthorized', 'only `astra web pair` (which reads web.json) may ask for pairing codes');
+      const body = await readJsonBody(req);
+      return sendJson(res, 200, { url: gateway.pairLink(body.observe === true) });
+    }
+
+    const grant = pairing.check(cookieValue(req, cookieName()));
+    if (!grant) throw new AstraError('unauthorized', 'this browser is not paired with the gateway: open the link `astra web pair` prints');
+    const tabId = String(req.headers['x-astra-tab'] ?? url.searchParams.get('tab') ?? 'default');
+    if (!TAB_ID.test(tabId)) throw new AstraError('invalid_params', 'the tab id (X-Astra-Tab or ?tab=) must be 1-64 letters, digits, - or _');
+    const found = matchRoute(method, pathname);
+    if (!found) throw new AstraError('method_not_found', `no endpoint ${pathname}; GET /v1/capabilities lists what there is`);
+    if ('allowed' in found) throw new HttpError(405, 'method_not_found', `${method} is not allowed on ${pathname}; use ${found.allowed.join(' or ')}`);
+    if (found.route.endpoint.guarded) guard('Origin check', req, () => checkOrigin(req, ownOrigin));
+    const tab = tabs.get(grant, tabId);
+    if (found.route.endpoint.writes) refuseReadOnly(tab);
+    await found.route.handler({ req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);
+  }
+
+  function servePage(method: string, pathname: string, res: http.ServerResponse): void {
+    if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_found', 'the page is read with GET');
+    const name = pathname === '/' ? 'index.html' : pathname.slice(1);
+    if (!dir || !assets.has(name)) {
+      if (!dir && pathname === '/') throw new AstraError('not_found', 'the page was not built: run `npm run build`');
+      throw new AstraError('not_found', `no such file ${pathname.slice(0, 100)}`);
+    }
+    const body = fs.readFileSync(path.join(dir, name));
+    res.writeHead(200, { 'Content-Type': CONTENT_TYPES[path.extname(name)] ?? 'application/octet-stream', 'Content-Length': body.length, 'Cache-Control': 'no-cache' });
+    res.end(method === 'HEAD' ? undefined : body);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      reject(e.code === 'EADDRINUSE' ? new AstraError('invalid_state', `port ${port} on ${host} is in use; pick another with --port`) : e),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  boundPort = (server.address() as { port: number }).port;
+  const origin = `http://${LOOPBACK}:${boundPort}`;
+  writeWebRecord(env, { pid: process.pid, port: boundPort, url: `${origin}/`, adminSecret, observe: false, startedAt: Date.now() });
+  log(`listening on ${origin}/`);
+
+  let closing: Promise<void> | undefined;
+  const gateway: Gateway = {
+    port: boundPort,
+    origin,
+    pairLink: (readOnly) => `${origin}/#pair=${pairing.newCode(readOnly)}`,
+    close: () =>
+      (closing ??= (async () => {
+        removeWebRecord(env, process.pid);
+        const closed = new Promise<void>((r) => server.close(() => r()));
+        await tabs.closeAll();
+        for (const s of sockets) s.destroy();
+        await closed;
+      })()),
+  };
+  return gateway;
+}

@@ -1,0 +1,178 @@
+// One Server-Sent-Events stream of one session to one tab (docs/http.md §Events): `id:` is the
+// event's seq, `event:` its type, `data:` its JSON. The tab's AstraClient subscription delivers
+// each event once, in order, across daemon restarts; when the browser reads too slowly the stream
+// stops its subscription, says `lagged`, and resumes from the journal once the socket drains.
+import type { ServerResponse } from 'node:http';
+import type { Subscription } from '../../client/index.js';
+import type { SessionEvent } from '../../protocol/index.js';
+import { toEnvelope } from './errors.js';
+import type { Tab } from './tabs.js';
+
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+/** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
+export const DEFAULT_MAX_BUFFERED = 4 * 1024 * 1024;
+
+/** An event as JSON: bytes (command output) become base64, with the encoding named beside them. */
+export function eventToJson(event: SessionEvent): Record<string, unknown> {
+  const data = event.data as Record<string, unknown>;
+  let jsonData: Record<string, unknown> = data;
+  if (data && data.data instanceof Uint8Array) {
+    const bytes = data.data;
+    jsonData = { ...data, data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), encoding: 'base64' };
+  }
+  return { sessionId: event.sessionId, seq: event.seq, ts: event.ts, type: event.type, data: jsonData };
+}
+
+function frame(event: string, data: unknown, id?: number): string {
+  return `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+export interface StreamOptions {
+  heartbeatMs: number;
+  maxBuffered: number;
+}
+
+export class EventStream {
+  private sub: Subscription | undefined;
+  private lastSent: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private lagging = false;
+  private lagCount = 0;
+  private daemonLags = 0;
+  private subscribing: Promise<void> | undefined;
+  /** Frames of this tick, written as one chunk (one write per frame cost ~3× the throughput). */
+  private pending: string[] = [];
+  private pendingBytes = 0;
+  private flushScheduled = false;
+  private readonly done: Promise<void>;
+  private finish!: () => void;
+
+  constructor(
+    private readonly tab: Tab,
+    readonly sessionId: string,
+    sinceSeq: number,
+    private readonly res: ServerResponse,
+    private readonly opts: StreamOptions,
+  ) {
+    this.lastSent = sinceSeq;
+    this.done = new Promise((r) => (this.finish = r));
+  }
+
+  /** Resolves when the stream has ended and its subscription is closed. */
+  get ended(): Promise<void> {
+    return this.done;
+  }
+
+  async start(): Promise<void> {
+    this.res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    this.res.socket?.setNoDelay(true);
+    this.res.write(`retry: 1000\n\n`);
+    this.res.write(frame('open', { sessionId: this.sessionId, sinceSeq: this.lastSent, heartbeatMs: this.opts.heartbeatMs }));
+    this.res.on('close', () => this.stop());
+    this.res.on('drain', () => this.onDrain());
+    this.heartbeat = setInterval(() => this.write(frame('heartbeat', { ts: Date.now(), lastSeq: this.lastSent })), this.opts.heartbeatMs);
+    await this.subscribe();
+  }
+
+  private subscribe(): Promise<void> {
+    const p = this.doSubscribe();
+    this.subscribing = p.catch(() => undefined);
+    return p;
+  }
+
+  private async doSubscribe(): Promise<void> {
+    const client = await this.tab.daemon();
+    if (this.stopped) return;
+    const sub = await client.subscribe(this.sessionId, {
+      sinceSeq: this.lastSent,
+      onEvent: (e) => this.onEvent(e),
+      onReplayed: (throughSeq) => {
+        if (this.sub && this.sub.lagCount > this.daemonLags) {
+          // The daemon dropped the tab's subscription for lagging; the client resumed it from the journal.
+          this.daemonLags = this.sub.lagCount;
+          this.lagCount++;
+          this.write(frame('resynced', { throughSeq, lastSeq: this.lastSent, lagCount: this.lagCount }));
+        }
+        this.write(frame('replayed', { throughSeq }));
+      },
+      onEnd: (error) => {
+        if (error && !this.stopped) {
+          this.write(frame('error', toEnvelope(error).body));
+          this.stop();
+        }
+      },
+    });
+    if (this.stopped) await sub.close().catch(() => undefined);
+    else this.sub = sub;
+  }
+
+  private onEvent(e: SessionEvent): void {
+    if (this.stopped || this.lagging || e.seq <= this.lastSent) return;
+    this.lastSent = e.seq;
+    this.write(frame(e.type, eventToJson(e), e.seq));
+    if (this.pendingBytes > 1024 * 1024) this.flush();
+  }
+
+  private write(text: string): void {
+    if (this.stopped) return;
+    this.pending.push(text);
+    this.pendingBytes += text.length;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.stopped || this.pending.length === 0) return;
+    const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.res.write(text);
+    if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
+  }
+
+  /** The browser reads slower than the session: stop the subscription until the socket drains. */
+  private startLagging(): void {
+    this.lagging = true;
+    const sub = this.sub;
+    this.sub = undefined;
+    void sub?.close().catch(() => undefined);
+  }
+
+  private onDrain(): void {
+    if (!this.lagging || this.stopped) return;
+    this.lagging = false;
+    this.lagCount++;
+    this.write(frame('lagged', { resumeFromSeq: this.lastSent, lagCount: this.lagCount }));
+    this.subscribe()
+      .then(() => this.write(frame('resynced', { lastSeq: this.lastSent, lagCount: this.lagCount })))
+      .catch((e: unknown) => {
+        this.write(frame('error', toEnvelope(e).body));
+        this.stop();
+      });
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.flush();
+    this.stopped = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.tab.streams.get(this.sessionId) === this) this.tab.streams.delete(this.sessionId);
+    this.tab.lastUsed = Date.now();
+    this.res.end();
+    void (async () => {
+      await this.subscribing;
+      const sub = this.sub;
+      this.sub = undefined;
+      await sub?.close().catch(() => undefined);
+    })().then(() => this.finish());
+  }
+}

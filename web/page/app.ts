@@ -1,0 +1,216 @@
+// The page: pairing, the session list, and a session view whose renderers (one module per kind of
+// event) draw what the stream delivers. State shown about control always comes from the gateway.
+import { api, RequestFailed, type Me, type PageEvent, type SessionView } from './api.js';
+import { SessionStream, type StreamState } from './stream.js';
+import { mirrorStyleElements } from './render/csp-styles.js';
+import { TerminalRenderer } from './render/terminal.js';
+import { MessageRenderer } from './render/messages.js';
+import { ApprovalRenderer } from './render/approvals.js';
+
+interface Renderer {
+  handles(type: string): boolean;
+  render(e: PageEvent): void;
+}
+
+/** What tests read: every seq rendered, in order, and the terminal's text. */
+interface PageProbe {
+  seqs: number[];
+  /** For each event rendered live: ms from the daemon's timestamp to the end of its rendering. */
+  latencies: number[];
+  terminalText(): string;
+  streamState: StreamState | 'idle';
+}
+const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', streamState: 'idle' };
+(window as unknown as { astra: PageProbe }).astra = probe;
+
+const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
+let me: Me | undefined;
+let eventTypes: string[] = [];
+let current: { stream: SessionStream; timer?: number } | undefined;
+let listTimer: number | undefined;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+  const e = Object.assign(document.createElement(tag), props);
+  e.append(...children);
+  return e;
+}
+
+function notice(text: string, isError = false): void {
+  $('main').replaceChildren(el('p', { id: 'notice', className: isError ? 'error' : '', textContent: text }));
+}
+
+function setStream(state: StreamState | 'idle', detail?: string): void {
+  probe.streamState = state;
+  $('status').dataset.stream = state;
+  const words: Record<string, string> = { idle: '', connecting: 'connecting…', 'catching-up': 'catching up…', live: 'live', reconnecting: 'reconnecting…' };
+  $('status-stream').textContent = `${words[state] ?? state}${detail ? ` (${detail})` : ''}`;
+}
+
+function ago(ts: number): string {
+  const s = Math.max(0, Math.round((Date.now() - ts) / 1000));
+  return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
+}
+
+async function boot(): Promise<void> {
+  mirrorStyleElements();
+  const pair = /^#pair=([A-Za-z0-9_-]+)/.exec(location.hash);
+  if (pair) {
+    history.replaceState(null, '', '/#/');
+    try {
+      await api('POST', '/v1/pair', { code: pair[1] });
+    } catch (e) {
+      notice(`Pairing failed: ${(e as Error).message}`, true);
+      return;
+    }
+  }
+  try {
+    me = await api<Me>('GET', '/v1/me');
+    eventTypes = (await api<{ eventTypes: string[] }>('GET', '/v1/capabilities')).eventTypes;
+  } catch (e) {
+    if (e instanceof RequestFailed && e.status === 401) notice('This browser is not paired. Run `astra web pair` and open the link it prints.', true);
+    else notice(`The gateway did not answer: ${(e as Error).message}. Reload when \`astra web\` runs.`, true);
+    return;
+  }
+  $('who').textContent = me.readOnly ? 'read-only (observer)' : me.clientName;
+  window.addEventListener('hashchange', route);
+  route();
+}
+
+function route(): void {
+  current?.stream.close();
+  if (current?.timer) clearInterval(current.timer);
+  current = undefined;
+  if (listTimer) clearInterval(listTimer);
+  listTimer = undefined;
+  setStream('idle');
+  const m = /^#\/s\/(.+)$/.exec(location.hash);
+  if (m) showSession(decodeURIComponent(m[1]!));
+  else void showList();
+}
+
+async function showList(): Promise<void> {
+  const table = el('table', { id: 'sessions' });
+  const title = el('input', { type: 'text', placeholder: 'title of a new session', id: 'new-title' });
+  const create = el('button', { id: 'new-session', textContent: 'New session', disabled: me?.readOnly ?? true });
+  create.addEventListener('click', () => {
+    void api<{ session: SessionView }>('POST', '/v1/sessions', { title: title.value || 'web session', approvalPolicy: 'ask', idempotencyKey: crypto.randomUUID() }).then(
+      ({ session }) => (location.hash = `#/s/${encodeURIComponent(session.id)}`),
+      (e: Error) => notice(`Could not create a session: ${e.message}`, true),
+    );
+  });
+  $('main').replaceChildren(el('div', { className: 'bar' }, title, create), table);
+  $('status-control').textContent = '';
+  const refresh = async (): Promise<void> => {
+    try {
+      const { sessions } = await api<{ sessions: SessionView[] }>('GET', '/v1/sessions');
+      const head = el('tr', {}, ...['title', 'state', 'controller', 'observers', 'last activity'].map((h) => el('th', { textContent: h })));
+      table.replaceChildren(
+        head,
+        ...sessions.map((s) =>
+          el(
+            'tr',
+            { className: 'session' },
+            el('td', {}, el('a', { href: `#/s/${encodeURIComponent(s.id)}`, textContent: s.title || s.id })),
+            el('td', { textContent: s.state }),
+            el('td', { textContent: s.controlledByMe ? 'this tab' : (s.controller?.clientName ?? '—') }),
+            el('td', { textContent: String(s.observers) }),
+            el('td', { textContent: ago(s.updatedAt) }),
+          ),
+        ),
+      );
+    } catch (e) {
+      setStream('reconnecting', (e as Error).message);
+    }
+  };
+  await refresh();
+  listTimer = window.setInterval(() => void refresh(), 3_000);
+}
+
+function showSession(id: string): void {
+  const heading = el('h2', { id: 'session-title', textContent: id });
+  const messages = el('div', { className: 'messages', id: 'messages' });
+  const cards = el('div', { id: 'approvals' });
+  const termBox = el('div', { className: 'terminal', id: 'terminal' });
+  const input = el('input', { type: 'text', id: 'input', placeholder: 'a command to run' });
+  const send = el('button', { id: 'send', textContent: 'Send' });
+  const cancel = el('button', { id: 'cancel', textContent: 'Cancel' });
+  const take = el('button', { id: 'take', textContent: 'Take control' });
+  const release = el('button', { id: 'release', textContent: 'Release' });
+  const problem = el('p', { id: 'problem', className: 'error' });
+  $('main').replaceChildren(heading, el('div', { className: 'bar' }, input, send, cancel, take, release), problem, cards, messages, termBox);
+
+  const terminal = new TerminalRenderer(termBox);
+  const approvals = new ApprovalRenderer(cards);
+  const renderers: Renderer[] = [terminal, new MessageRenderer(messages), approvals];
+  probe.seqs = [];
+  probe.latencies = [];
+  probe.terminalText = () => terminal.text;
+  let controlled = false;
+
+  const showControl = (s: SessionView): void => {
+    controlled = s.controlledByMe;
+    heading.textContent = s.title || s.id;
+    const holder = s.controlledByMe ? 'this tab' : (s.controller?.clientName ?? 'nobody');
+    $('status-control').textContent = `controller: ${holder}${s.controller?.graceUntil ? ' (in grace)' : ''} · ${s.observers} observer(s) · ${s.state}`;
+    $('status-control').dataset.controlled = String(s.controlledByMe);
+    const ro = me?.readOnly ?? true;
+    for (const b of [send, cancel, release]) b.disabled = ro || !controlled;
+    take.disabled = ro || controlled;
+    input.disabled = ro;
+    approvals.setCanDecide(!ro && controlled, holder);
+  };
+  const refreshControl = async (): Promise<void> => {
+    try {
+      showControl((await api<{ session: SessionView }>('GET', `/v1/sessions/${encodeURIComponent(id)}?limit=1`)).session);
+    } catch {
+      // the stream's state says what is wrong
+    }
+  };
+  const act = (fn: () => Promise<unknown>): void => {
+    problem.textContent = '';
+    void fn().then(refreshControl, (e: Error) => {
+      problem.textContent = e.message;
+    });
+  };
+
+  send.addEventListener('click', () =>
+    act(async () => {
+      const text = input.value;
+      if (!text) return;
+      const idempotencyKey = crypto.randomUUID();
+      // A retryable failure (the daemon restarting) is retried with the same key: it never runs twice.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await api('POST', `/v1/sessions/${encodeURIComponent(id)}/messages`, { text, idempotencyKey });
+          input.value = '';
+          return;
+        } catch (e) {
+          if (!(e instanceof RequestFailed) || !e.error.retryable || attempt >= 5) throw e;
+          await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
+        }
+      }
+    }),
+  );
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !send.disabled) send.click();
+  });
+  cancel.addEventListener('click', () => act(() => api('POST', `/v1/sessions/${encodeURIComponent(id)}/cancel`, {})));
+  take.addEventListener('click', () => act(() => api('POST', `/v1/sessions/${encodeURIComponent(id)}/lease`, { takeover: true })));
+  release.addEventListener('click', () => act(() => api('DELETE', `/v1/sessions/${encodeURIComponent(id)}/lease`)));
+
+  const stream = new SessionStream(id, eventTypes, {
+    onEvent: (e) => {
+      probe.seqs.push(e.seq);
+      for (const r of renderers) if (r.handles(e.type)) r.render(e);
+      if (probe.streamState === 'live') probe.latencies.push(Date.now() - e.ts);
+      if (e.type === 'lease.changed' || e.type === 'turn.completed' || e.type === 'turn.started') void refreshControl();
+    },
+    onState: (s, detail) => setStream(s, detail),
+    onOpen: () => void refreshControl(),
+  });
+  current = { stream, timer: window.setInterval(() => void refreshControl(), 5_000) };
+  stream.start();
+  void refreshControl();
+}
+
+void boot();

@@ -91,7 +91,8 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
 
     const tmux = skipWithout(TMUX) ? undefined : new Tmux(env);
     try {
-      tmux?.start('t', ['attach', id, '--observe']);
+      // Not --observe: that is read-only (as tmux attach -r); a plain attach observes while the tab controls, and Ctrl-T takes over.
+      tmux?.start('t', ['attach', id]);
       if (tmux) await tmux.waitStatus('t', /observing/);
 
       await send(tab1, 'echo from-the-browser');

@@ -68,10 +68,32 @@ async function startPeerServer(kind: string, dir: string): Promise<{ child: Chil
   return { child, socketPath, pid: Number(msg.pid) };
 }
 
-async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
+/** Runs `fn` against a fresh peer server of `kind` in its own temp dir; stops the server and removes the dir after. */
+async function withPeerServer<T>(kind: (typeof PEERS)[number], fn: (server: { child: Child; socketPath: string; pid: number }) => Promise<T>): Promise<T> {
   const dir = tempDir('astra-bench-');
   const server = await startPeerServer(kind, dir);
   try {
+    return await fn(server);
+  } finally {
+    server.child.kill();
+    await server.child.exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs `fn` against a fresh daemon (its own ASTRA_HOME); stops it after. */
+async function withDaemon<T>(fn: (daemon: DaemonProc) => Promise<T>): Promise<T> {
+  const daemon = new DaemonProc();
+  await daemon.start();
+  try {
+    return await fn(daemon);
+  } finally {
+    await daemon.stop();
+  }
+}
+
+async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
+  await withPeerServer(kind, async (server) => {
     const rt = await spawnWorker(['peer', kind, 'rt', server.socketPath]).nextMessage();
     record('rt.p50us', kind, Number(rt.p50us));
     record('rt.p99us', kind, Number(rt.p99us));
@@ -92,28 +114,18 @@ async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
       chunked = `; 64 KiB frames ${Number(c.mbPerSec).toFixed(0)} MB/s`;
     }
     log(`  ${kind.padEnd(8)} rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; stream ${Math.round(Number(st.eventsPerSec))} ev/s; 4 MiB ${Number(big.mbPerSec).toFixed(0)} MB/s${chunked}`);
-  } finally {
-    server.child.kill();
-    await server.child.exited;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 async function peerFanOut(kind: (typeof PEERS)[number]): Promise<void> {
-  const dir = tempDir('astra-bench-');
-  const server = await startPeerServer(kind, dir);
-  try {
+  await withPeerServer(kind, async (server) => {
     const clients = Array.from({ length: FAN_CLIENTS }, () => spawnWorker(['peer', kind, 'fan', server.socketPath, String(FAN_EVENTS)]));
     await Promise.all(clients.map((c) => c.nextMessage(30_000)));
     const trigger = spawnWorker(['peer', kind, 'trigger', server.socketPath, String(FAN_EVENTS), String(EVENT_BYTES)]);
     const ends = await Promise.all(clients.map((c) => c.nextMessage()));
     const t = await trigger.nextMessage();
     fanFigures(kind, Number(t.startMs), ends.map((e) => Number(e.endMs)));
-  } finally {
-    server.child.kill();
-    await server.child.exited;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /**
@@ -193,52 +205,32 @@ function touchMemory(): void {
  * streaming row), so start-up, lazy compilation and heap growth are in the figure on both ends.
  */
 async function coldRound(): Promise<void> {
-  const dir = tempDir('astra-bench-');
-  const server = await startPeerServer('bare', dir);
-  try {
+  await withPeerServer('bare', async (server) => {
     const st = await spawnWorker(['peer', 'bare', 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)]).nextMessage();
     record('streamCold.eventsPerSec', 'bare', Number(st.eventsPerSec));
-  } finally {
-    server.child.kill();
-    await server.child.exited;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-  const daemon = new DaemonProc();
-  await daemon.start();
-  try {
+  });
+  await withDaemon(async (daemon) => {
     const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
     if (st.events !== STREAM_EVENTS) throw new Error(`bench: the cold astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
     record('streamCold.eventsPerSec', 'astra', Number(st.eventsPerSec));
-  } finally {
-    await daemon.stop();
-  }
+  });
   log(`  cold     stream bare ${Math.round(samples['streamCold.eventsPerSec']!.bare!.at(-1)!)} ev/s, astra ${Math.round(samples['streamCold.eventsPerSec']!.astra!.at(-1)!)} ev/s`);
 }
 
 /** BENCH_ONLY=rt: the round trips alone, bare then Astra, each with a fresh server. */
 async function rtRound(): Promise<void> {
-  const dir = tempDir('astra-bench-');
-  const server = await startPeerServer('bare', dir);
-  try {
+  await withPeerServer('bare', async (server) => {
     const rt = await spawnWorker(['peer', 'bare', 'rt', server.socketPath]).nextMessage();
     record('rt.p50us', 'bare', Number(rt.p50us));
     record('rt.p99us', 'bare', Number(rt.p99us));
     record('rt.callsPerSec', 'bare', Number(rt.callsPerSec));
-  } finally {
-    server.child.kill();
-    await server.child.exited;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-  const daemon = new DaemonProc();
-  await daemon.start();
-  try {
+  });
+  await withDaemon(async (daemon) => {
     const rt = await spawnWorker(['astra', 'rt', daemon.home]).nextMessage();
     record('rt.p50us', 'astra', Number(rt.p50us));
     record('rt.p99us', 'astra', Number(rt.p99us));
     record('rt.callsPerSec', 'astra', Number(rt.callsPerSec));
-  } finally {
-    await daemon.stop();
-  }
+  });
   const last = (f: string, k: Kind) => samples[f]![k]!.at(-1)!;
   log(
     `  rt       p99 ${(last('rt.p99us', 'astra') / last('rt.p99us', 'bare')).toFixed(2)}× bare, ${PAR_IN_FLIGHT} in flight ${(last('rt.callsPerSec', 'astra') / last('rt.callsPerSec', 'bare')).toFixed(2)}× bare` +
@@ -247,9 +239,7 @@ async function rtRound(): Promise<void> {
 }
 
 async function astraRound(): Promise<void> {
-  const daemon = new DaemonProc();
-  await daemon.start();
-  try {
+  await withDaemon(async (daemon) => {
     const rt = await spawnWorker(['astra', 'rt', daemon.home]).nextMessage();
     record('rt.p50us', 'astra', Number(rt.p50us));
     record('rt.p99us', 'astra', Number(rt.p99us));
@@ -260,9 +250,7 @@ async function astraRound(): Promise<void> {
     record('stream.clientCpuUs', 'astra', Number(st.clientCpuUsPerEvent));
     record('stream.serverCpuUs', 'astra', Number(st.serverCpuUsPerEvent));
     log(`  astra    rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; stream ${Math.round(Number(st.eventsPerSec))} ev/s`);
-  } finally {
-    await daemon.stop();
-  }
+  });
   // Each large-output figure on a daemon of its own: 220 MiB of journal per figure, freed with its home.
   const big = await largeOutput('synthetic', `count=${BIG_EVENTS} size=${BIG_BYTES} batch=1`, `count=${BIG_WARMUP_MIB / 4} size=${BIG_BYTES} batch=1`);
   if (big.events !== BIG_EVENTS) throw new Error(`bench: the astra large-output stream delivered ${String(big.events)} of ${BIG_EVENTS} events`);
@@ -284,20 +272,14 @@ async function astraRound(): Promise<void> {
 
 /** One large-output stream (after its warm-up, in the same client process) on a fresh daemon. */
 async function largeOutput(engine: string, text: string, warmup: string, touchFirst = false): Promise<Record<string, unknown>> {
-  const daemon = new DaemonProc();
-  await daemon.start();
-  try {
+  return await withDaemon(async (daemon) => {
     if (touchFirst) touchMemory();
     return await spawnWorker(['astra', 'stream', daemon.home, engine, text, warmup]).nextMessage();
-  } finally {
-    await daemon.stop();
-  }
+  });
 }
 
 async function astraFanOut(): Promise<void> {
-  const daemon = new DaemonProc();
-  await daemon.start();
-  try {
+  await withDaemon(async (daemon) => {
     const ctl = await daemon.client('bench-controller');
     const { session } = await ctl.session.create({ title: 'bench fan-out', engine: 'synthetic', approvalPolicy: 'auto' });
     await ctl.acquireController(session.id);
@@ -310,9 +292,7 @@ async function astraFanOut(): Promise<void> {
     for (const e of ends) if (e.events !== FAN_EVENTS) throw new Error(`bench: an astra observer got ${String(e.events)} of ${FAN_EVENTS} events`);
     fanFigures('astra', startMs, ends.map((e) => Number(e.endMs)));
     await ctl.close();
-  } finally {
-    await daemon.stop();
-  }
+  });
 }
 
 // ---- start-up ----
@@ -374,9 +354,7 @@ async function settledRss(pid: number): Promise<number> {
 }
 
 async function memory(): Promise<void> {
-  const daemon = new DaemonProc();
-  await daemon.start();
-  try {
+  await withDaemon(async (daemon) => {
     await sleep(500);
     const idle = await settledRss(daemon.pid);
     record('mem.idleMB', 'astra', idle / 1e6);
@@ -389,9 +367,7 @@ async function memory(): Promise<void> {
     await holder.exited;
 
     record('mem.stoppedObserverFloodMB', 'astra', await flood(daemon, true));
-  } finally {
-    await daemon.stop();
-  }
+  });
   // The control: the same flood on a fresh daemon with no stopped observer (the cache and heap growth
   // that any flood causes), so the observer's own share can be told apart.
   const control = new DaemonProc();

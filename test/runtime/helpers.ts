@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { RuntimeLogger } from '../../runtime/index.js';
+import { JOURNAL_HEADER_BYTES, type RuntimeLogger } from '../../runtime/index.js';
 
 export { isAlive, tempDir, waitFor } from '../helpers/processes.js';
 
@@ -45,4 +45,16 @@ export function ensureBuilt(): string {
   const entry = path.join(repoRoot, 'dist/runtime/index.js');
   if (!fs.existsSync(entry)) throw new Error(`${entry} is missing; run \`npx tsc -p tsconfig.json\``);
   return repoRoot;
+}
+
+/** Every record in a journal file as it lies on disk, pads included: offset, total size, kind. */
+export function rawRecords(file: string): { offset: number; size: number; kind: number }[] {
+  const buf = fs.readFileSync(file);
+  const out: { offset: number; size: number; kind: number }[] = [];
+  for (let at = JOURNAL_HEADER_BYTES; at < buf.length; ) {
+    const size = 8 + buf.readUInt32BE(at);
+    out.push({ offset: at, size, kind: buf[at + 8]! });
+    at += size;
+  }
+  return out;
 }

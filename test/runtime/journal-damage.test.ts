@@ -7,24 +7,13 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JOURNAL_HEADER_BYTES, RecordKind, SessionJournal } from '../../runtime/index.js';
 import type { JournalDamage } from '../../runtime/journal.js';
-import { recordingLogger, tempDir } from './helpers.js';
+import { rawRecords, recordingLogger, tempDir } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-/** Every record in a journal file as it lies on disk, pads included: offset, total size, kind. */
-function rawRecords(file: string): { offset: number; size: number; kind: number }[] {
-  const buf = fs.readFileSync(file);
-  const out: { offset: number; size: number; kind: number }[] = [];
-  for (let at = JOURNAL_HEADER_BYTES; at < buf.length; ) {
-    const size = 8 + buf.readUInt32BE(at);
-    out.push({ offset: at, size, kind: buf[at + 8]! });
-    at += size;
-  }
-  return out;
-}
 
 /** A closed journal of `n` records with bodies `record <i>` (a little padding so records differ in length). */
 async function journalOf(n: number): Promise<string> {

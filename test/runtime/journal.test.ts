@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAstraError } from '../../protocol/index.js';
 import { JOURNAL_FILE, JOURNAL_FORMAT_VERSION, JOURNAL_HEADER_BYTES, RecordKind, Runtime, SessionJournal, crc32 } from '../../runtime/index.js';
-import { recordingLogger, tempDir } from './helpers.js';
+import { rawRecords, recordingLogger, tempDir } from './helpers.js';
 import { crc32Portable } from '../../runtime/crc32.js';
 import { writeAllSync } from '../../runtime/journal.js';
 
@@ -172,17 +172,6 @@ describe('SessionJournal.append', () => {
   });
 });
 
-/** Every record in a journal file as it lies on disk, pads included: offset, total size, kind. */
-function rawRecords(file: string): { offset: number; size: number; kind: number }[] {
-  const buf = fs.readFileSync(file);
-  const out: { offset: number; size: number; kind: number }[] = [];
-  for (let at = JOURNAL_HEADER_BYTES; at < buf.length; ) {
-    const size = 8 + buf.readUInt32BE(at);
-    out.push({ offset: at, size, kind: buf[at + 8]! });
-    at += size;
-  }
-  return out;
-}
 
 describe('large records with direct I/O', () => {
   const MiB = 1024 * 1024;

@@ -1,6 +1,6 @@
 // The method table (DESIGN.md §3.1): every method is declared once, with its params and result
 // schemas and its policy. The daemon's router and the client's typed API are derived from it.
-import { any, arr, bool, int, nullable, obj, oneOf, opt, str, type Infer, type Schema } from './schema.js';
+import { any, arr, bool, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
 import {
   APPROVAL_POLICIES,
   DECISIONS,
@@ -151,6 +151,7 @@ export const METHODS = {
       engine: opt(str({ minLength: 1, maxLength: 64 })),
       approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
       onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
+      engineOptions: opt(record(any('an option value'))),
       idempotencyKey: opt(idempotencyKey()),
     }),
     result: obj({ session: sessionSchema }),

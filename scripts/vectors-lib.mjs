@@ -194,6 +194,11 @@ export function buildVectors(p, ipc) {
     method: 'session/create',
     params: { title: null, cwd: null, engine: null, approvalPolicy: null, idempotencyKey: null },
   }, { method: 'session/create' });
+  add('request-session-create-chat', 'A chat session: engineOptions is a map the engine checks.', C2D, 'request', {
+    id: 40,
+    method: 'session/create',
+    params: { title: 'ask the model', cwd: '/home/ada/project', engine: 'chat', approvalPolicy: 'ask', engineOptions: { model: 'llama3.1', baseUrl: 'http://127.0.0.1:11434/v1', maxSteps: 10 } },
+  }, { method: 'session/create' });
   add('response-session-create', 'A Session; optional fields runningTurnId and controller absent.', D2C, 'response', { id: 4, result: { session: session(p) } }, { method: 'session/create' });
   add('response-session-create-unicode', 'The same strings come back byte for byte.', D2C, 'response', {
     id: 5,
@@ -309,7 +314,10 @@ export function buildVectors(p, ipc) {
     'turn.started': { turnId: TURN_ID, input: { text: 'echo hello from python' } },
     'message.user': { turnId: TURN_ID, text: 'echo hello from python' },
     'message.delta': { turnId: TURN_ID, text: 'partial 🚀 a\u0000b' },
-    'message.completed': { turnId: TURN_ID, text: 'done' },
+    'message.completed': { turnId: TURN_ID, text: 'done', finishReason: 'stop' },
+    'tool.call': { turnId: TURN_ID, callId: 'call_1', name: 'shell', arguments: '{"command":"ls -la"}' },
+    'tool.result': { turnId: TURN_ID, callId: 'call_1', status: 'succeeded', exitCode: 0, output: 'total 0\n[exit code 0]' },
+    usage: { turnId: TURN_ID, promptTokens: 812, completionTokens: 64 },
     'command.started': { turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project', pid: 51234 },
     'command.output': { turnId: TURN_ID, stream: 'stdout', data: Buffer.from('hello from python\n') },
     'command.completed': { turnId: TURN_ID, exitCode: 0, signal: null },
@@ -319,6 +327,7 @@ export function buildVectors(p, ipc) {
     'turn.completed': { turnId: TURN_ID, status: 'completed', exitCode: 0 },
     error: { message: 'the engine crashed', reason: 'internal_error', turnId: TURN_ID },
   };
+  const chatError = { turnId: TURN_ID, code: 'model_unreachable', message: 'is a model server listening at http://127.0.0.1:11434/v1? start `ollama serve` or set ASTRA_CHAT_BASE_URL', retryable: true };
   let seq = 1;
   for (const type of p.EVENT_TYPES) {
     if (!(type in data)) throw new Error(`no test vector for event type ${type}: add one to scripts/vectors-lib.mjs`);
@@ -339,6 +348,14 @@ export function buildVectors(p, ipc) {
     method: 'session/event',
     params: event(seq++, 'turn.completed', { turnId: TURN_ID, status: 'failed', exitCode: null, error: 'spawn /bin/sh ENOENT' }),
   }, { method: 'session/event', eventType: 'turn.completed' });
+  add('event-error-chat', 'A chat engine fault: code and retryable, no reason.', D2C, 'notification', {
+    method: 'session/event',
+    params: event(seq++, 'error', chatError),
+  }, { method: 'session/event', eventType: 'error' });
+  add('event-tool.result-denied', 'A denied tool call: exitCode absent.', D2C, 'notification', {
+    method: 'session/event',
+    params: event(seq++, 'tool.result', { turnId: TURN_ID, callId: 'call_2', status: 'denied', output: '[not run: the user denied this command]' }),
+  }, { method: 'session/event', eventType: 'tool.result' });
   add('event-turn.completed-cancelled', 'exitCode absent.', D2C, 'notification', {
     method: 'session/event',
     params: event(seq++, 'turn.completed', { turnId: TURN_ID, status: 'cancelled' }),

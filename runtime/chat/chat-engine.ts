@@ -5,6 +5,7 @@
 // the model answers without a tool call, the turn is cancelled, a fault ends it, or maxSteps requests
 // have been made.
 import * as path from 'node:path';
+import type { EventData } from '../../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from '../engine.js';
 import { isChatEngineContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
@@ -15,13 +16,14 @@ import { DEFAULT_SYSTEM_PROMPT, buildTranscript } from './transcript.js';
 
 type ChatEmit = <T extends ChatEventType>(type: T, data: ChatEventData[T]) => boolean;
 
-/**
- * protocol/ does not know tool.call, tool.result, usage, message.completed.finishReason or error.code
- * yet; this is the one place that passes them through EngineContext.emit's narrower type.
- */
+// Fails to compile if a ChatEventData shape stops fitting protocol/'s: the cast below is then wrong.
+type Fits = { [K in ChatEventType]: ChatEventData[K] extends EventData<K> ? true : never };
+const FITS: Fits = { 'message.delta': true, 'message.completed': true, 'tool.call': true, 'tool.result': true, usage: true, error: true };
+void FITS;
+
+/** EngineContext.emit, held to the fields the engine always sets (ChatEventData). */
 function chatEmitter(ctx: EngineContext): ChatEmit {
-  const emit = ctx.emit as unknown as (type: string, data: unknown) => boolean;
-  return (type, data) => emit.call(ctx, type, data);
+  return <T extends ChatEventType>(type: T, data: ChatEventData[T]) => ctx.emit<T>(type, data as unknown as EventData<T>);
 }
 
 type Answer =

@@ -7,6 +7,8 @@ export interface EngineContext {
   cwd: string;
   input: { text: string };
   approvalPolicy: ApprovalPolicy;
+  /** The session's engineOptions as the engine's parseOptions returned them at session/create ({} when it has none). */
+  engineOptions?: object;
   /** Aborted when the turn is cancelled; an engine should stop promptly and return 'cancelled'. */
   signal: AbortSignal;
   /**
@@ -32,6 +34,13 @@ export interface EngineResult {
 
 export interface Engine {
   runTurn(ctx: EngineContext): Promise<EngineResult>;
+  /**
+   * Checks session/create's `engineOptions` (undefined when none were sent) and returns what is
+   * stored with the session and handed to each turn as ctx.engineOptions — never a secret: it is
+   * journaled. Throws AstraError('invalid_params') naming the field. An engine without it takes no
+   * options: a non-empty engineOptions is refused.
+   */
+  parseOptions?(raw: Record<string, unknown> | undefined): object;
 }
 
 export interface ApprovalRequest {

@@ -46,6 +46,8 @@ export interface CreateSessionParams {
   engine?: string;
   approvalPolicy?: ApprovalPolicy;
   onControllerLost?: OnControllerLost;
+  /** Checked by the engine's parseOptions; refused for an engine that has none. */
+  engineOptions?: Record<string, unknown>;
   idempotencyKey?: string;
 }
 

@@ -210,16 +210,18 @@ export class Runtime {
       isDir = false;
     }
     if (!isDir) throw new AstraError('invalid_params', `The workspace ${cwd} is not a directory; create it first or pass another cwd.`, { cwd });
+    const engineOptions = this.engineOptionsFor(engine, p.engineOptions ?? undefined);
     const params = {
       title: p.title ?? '',
       cwd,
       engine,
       approvalPolicy: p.approvalPolicy ?? 'ask',
       onControllerLost: p.onControllerLost ?? 'cancel',
+      engineOptions,
     } as const;
     const key = p.idempotencyKey;
     if (key === undefined) return this.doCreate(params, undefined);
-    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost });
+    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
     return this.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
       record: (s) => ({ sessionId: s.id }),
@@ -227,8 +229,17 @@ export class Runtime {
     });
   }
 
+  /** What the engine makes of engineOptions (invalid_params from it); an engine without parseOptions takes none. */
+  private engineOptionsFor(engine: string, raw: Record<string, unknown> | undefined): object | undefined {
+    const parse = this.engines[engine]!.parseOptions;
+    if (parse) return parse(raw);
+    if (raw !== undefined && Object.keys(raw).length > 0)
+      throw new AstraError('invalid_params', `The ${engine} engine takes no engineOptions (got ${Object.keys(raw).join(', ')}); leave them out.`, { field: 'engineOptions', engine });
+    return undefined;
+  }
+
   private async doCreate(
-    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost },
+    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost; engineOptions: object | undefined },
     idem: { key: string; fingerprint: string } | undefined,
   ): Promise<Session> {
     const id = newId('ses');
@@ -248,6 +259,7 @@ export class Runtime {
       epoch: 0,
       journalBytes: 0,
     };
+    if (params.engineOptions) meta.engineOptions = params.engineOptions;
     if (idem) {
       meta.createKey = idem.key;
       meta.createFingerprint = idem.fingerprint;
@@ -256,7 +268,8 @@ export class Runtime {
     this.sessions.set(id, entry);
     const dir = path.join(this.sessionsDir, id);
     try {
-      entry.host = await SessionHost.create(dir, meta, this.hostOpts, { onControllerLost: params.onControllerLost }, idem);
+      const settings = params.engineOptions ? { onControllerLost: params.onControllerLost, engineOptions: params.engineOptions } : { onControllerLost: params.onControllerLost };
+      entry.host = await SessionHost.create(dir, meta, this.hostOpts, settings, idem);
     } catch (e) {
       // SessionHost.create left nothing on disk; nothing is left here either.
       this.sessions.delete(id);

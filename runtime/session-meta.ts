@@ -36,6 +36,8 @@ export interface SessionMeta {
   engine: string;
   approvalPolicy: ApprovalPolicy;
   onControllerLost?: OnControllerLost;
+  /** What the engine's parseOptions made of session/create's engineOptions (a settings record in the journal). */
+  engineOptions?: object;
   archived: boolean;
   createdAt: number;
   updatedAt: number;

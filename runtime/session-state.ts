@@ -30,6 +30,8 @@ export class SessionState {
   readonly idempotency = new IdempotencyTable();
   /** Commands started by the running turn and not yet completed: pid → start ts (killed if the turn is found interrupted). */
   readonly openCommands = new Map<number, number>();
+  /** Tool calls (tool.call) without their tool.result yet: callId → turnId (answered 'interrupted' if the turn is found interrupted). */
+  readonly openToolCalls = new Map<string, string>();
 
   constructor(readonly meta: SessionMeta) {}
 
@@ -83,6 +85,12 @@ export class SessionState {
       case 'command.completed':
         this.openCommands.clear();
         break;
+      case 'tool.call':
+        this.openToolCalls.set(e.data.callId, e.data.turnId);
+        break;
+      case 'tool.result':
+        this.openToolCalls.delete(e.data.callId);
+        break;
       default:
         break;
     }
@@ -104,8 +112,9 @@ export class SessionState {
         this.meta.createFingerprint = r.fingerprint;
       }
     } else if (kind === RecordKind.settings) {
-      const s = value as { onControllerLost?: unknown };
+      const s = value as { onControllerLost?: unknown; engineOptions?: unknown };
       if (s?.onControllerLost === 'cancel' || s?.onControllerLost === 'continue') this.meta.onControllerLost = s.onControllerLost;
+      if (s?.engineOptions && typeof s.engineOptions === 'object' && !Array.isArray(s.engineOptions)) this.meta.engineOptions = s.engineOptions;
     }
     // Unknown kinds inside a supported format are skipped: they carry nothing this build needs.
     return true;

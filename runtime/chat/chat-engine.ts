@@ -10,7 +10,7 @@ import type { Engine, EngineContext, EngineResult } from '../engine.js';
 import { isChatEngineContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
 import { ModelCancelledError, ModelError, streamChatCompletion } from './model-stream.js';
-import { CHAT_CONFIG_DEFAULTS, type ChatEngineConfig } from './options.js';
+import { CHAT_CONFIG_DEFAULTS, parseChatOptions, type ChatEngineConfig } from './options.js';
 import { formatToolOutput } from './tool-output.js';
 import { DEFAULT_SYSTEM_PROMPT, buildTranscript } from './transcript.js';
 
@@ -39,10 +39,14 @@ interface ToolRun {
   cancelled?: true;
 }
 
-/** One engine for the daemon; each session's model, URL and limits come in ctx.engineOptions. */
-export function createChatEngine(config: Partial<ChatEngineConfig> = {}): Engine {
+/**
+ * One engine for the daemon; each session's model, URL and limits come in ctx.engineOptions, checked
+ * at session/create against `env`'s defaults (ASTRA_CHAT_MODEL, ASTRA_CHAT_BASE_URL).
+ */
+export function createChatEngine(config: Partial<ChatEngineConfig> = {}, env: Record<string, string | undefined> = process.env): Engine {
   const cfg: ChatEngineConfig = { ...CHAT_CONFIG_DEFAULTS, ...config };
   return {
+    parseOptions: (raw) => parseChatOptions(raw, env),
     async runTurn(base: EngineContext): Promise<EngineResult> {
       if (!isChatEngineContext(base))
         return { status: 'failed', error: "the chat engine needs the runtime's history() and runCommand() (ChatEngineContext), which this daemon does not provide: upgrade Astra" };

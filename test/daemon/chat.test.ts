@@ -1,15 +1,14 @@
 // The chat engine end to end: the real daemon (dist/), real client processes and the CLI, and the
 // fake model server (test/fixtures/model-server/) as a child process on loopback that the daemon
 // reaches through ASTRA_CHAT_BASE_URL and that records what it was sent.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
-import { ROOT, cleanupHome, envFor, isAlive, jsonLines, makeHome, runCli, waitFor } from '../helpers/processes.js';
-
-const SERVER = path.join(ROOT, 'test', 'fixtures', 'model-server', 'server.mjs');
+import { startModelServerProcess } from '../helpers/model-server-process.js';
+import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
 const KEY = 'sk-test-9f8e7d6c5b4a-never-written';
 
 const homes: string[] = [];
@@ -21,28 +20,8 @@ afterEach(async () => {
   await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
 });
 
-interface Recorded {
-  path: string;
-  headers: Record<string, string>;
-  body: { model: string; messages: { role: string; content: string | null; tool_call_id?: string; tool_calls?: { id: string }[] }[]; tools?: unknown[] };
-  closedByClient: boolean;
-  finished: boolean;
-}
-
 /** The fake model server as a child process, scripted with fixture names. */
-async function modelServer(script: string[]) {
-  const child = spawn(process.execPath, [SERVER, ...script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  const { baseUrl } = (await jsonLines(child).next((v) => typeof (v as { baseUrl?: unknown }).baseUrl === 'string')) as { baseUrl: string };
-  const origin = baseUrl.replace(/\/v1$/, '');
-  const requests = async (): Promise<Recorded[]> => (await (await fetch(`${origin}/__requests`)).json()) as Recorded[];
-  return {
-    baseUrl,
-    requests,
-    script: async (names: string[]) => void (await fetch(`${origin}/__script`, { method: 'POST', body: JSON.stringify(names) })),
-    waitFor: (what: string, pred: (r: Recorded[]) => boolean) => waitFor(what, async () => pred(await requests()), 15_000),
-  };
-}
+const modelServer = (script: string[]) => startModelServerProcess(script, children);
 
 async function setup(baseUrl: string, extra: Record<string, string> = {}) {
   const home = makeHome();

@@ -20,6 +20,7 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
     .option('--title <title>', 'a title shown in `astra sessions`')
     .option('--cwd <dir>', 'the directory commands run in (default: the current one)')
     .addOption(new Option('--approval <policy>', 'ask: the controller approves each command; auto: run at once').choices(['ask', 'auto']).default('ask'))
+    .option('--approval-timeout <seconds>', 'an approval nobody answers within this long is denied (default: it waits)')
     .option('--engine <name>', 'shell (a turn is a command line), chat (a turn is a message to a model); default shell, or chat with --model')
     .option('--model <name>', 'chat: the model the server knows, e.g. llama3.1 (default: the daemon\'s ASTRA_CHAT_MODEL)')
     .option('--base-url <url>', 'chat: the OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (default: the daemon\'s ASTRA_CHAT_BASE_URL)')
@@ -187,10 +188,13 @@ interface NewOptions {
   baseUrl?: string;
   systemPrompt?: string;
   maxSteps?: string;
+  approvalTimeout?: string;
 }
 
 /** session/create's params from `astra new`'s flags; the daemon checks the chat options (a bad URL is its invalid_params). */
-function newSessionParams(o: NewOptions, cwd: string): { cwd: string; approvalPolicy: 'ask' | 'auto'; title?: string; engine?: string; engineOptions?: Record<string, unknown> } {
+type NewSessionParams = { cwd: string; approvalPolicy: 'ask' | 'auto'; title?: string; engine?: string; engineOptions?: Record<string, unknown>; approvalTimeoutMs?: number };
+
+function newSessionParams(o: NewOptions, cwd: string): NewSessionParams {
   const chat: Record<string, unknown> = {};
   if (o.model !== undefined) chat.model = o.model;
   if (o.baseUrl !== undefined) chat.baseUrl = o.baseUrl;
@@ -203,7 +207,12 @@ function newSessionParams(o: NewOptions, cwd: string): { cwd: string; approvalPo
   const hasChat = Object.keys(chat).length > 0;
   const engine = o.engine ?? (hasChat ? 'chat' : undefined);
   if (hasChat && engine !== 'chat') fail(`--model, --base-url, --system-prompt and --max-steps are options of the chat engine: use --engine chat (not ${engine})`);
-  const p: { cwd: string; approvalPolicy: 'ask' | 'auto'; title?: string; engine?: string; engineOptions?: Record<string, unknown> } = { cwd, approvalPolicy: o.approval };
+  const p: NewSessionParams = { cwd, approvalPolicy: o.approval };
+  if (o.approvalTimeout !== undefined) {
+    const secs = Number(o.approvalTimeout);
+    if (!Number.isFinite(secs) || secs < 1 || secs > 7 * 24 * 3600) fail(`--approval-timeout must be a number of seconds from 1 to 604800 (got ${o.approvalTimeout})`);
+    p.approvalTimeoutMs = Math.round(secs * 1000);
+  }
   if (o.title !== undefined) p.title = o.title;
   if (engine !== undefined) p.engine = engine;
   if (engine === 'chat') p.engineOptions = chat;

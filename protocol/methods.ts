@@ -152,6 +152,7 @@ export const METHODS = {
       approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
       onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
       engineOptions: opt(record(any('an option value'))),
+      approvalTimeoutMs: opt(int({ min: 1000, max: 7 * 24 * 3600 * 1000 })),
       idempotencyKey: opt(idempotencyKey()),
     }),
     result: obj({ session: sessionSchema }),
@@ -251,8 +252,11 @@ export const SERVER_REQUESTS = {
       command: str(),
       cwd: str(),
       reason: opt(str()),
+      revision: opt(int({ min: 1 })),
+      expiresAt: opt(timestamp()),
     }),
-    result: obj({ decision: oneOf(DECISIONS) }),
+    /** `revision`: the one answered (an old one is refused with approval_expired); absent means the current one. */
+    result: obj({ decision: oneOf(DECISIONS), revision: opt(int({ min: 1 })) }),
     policy: { controller: true, mutates: true, idempotent: true, epoch: false },
   }),
 } as const;

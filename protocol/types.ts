@@ -72,7 +72,7 @@ export const EVENT_DATA = {
   'command.started': obj({ turnId: turnId(), command: str(), cwd: str(), pid: opt(int()) }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
-  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()) }),
+  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()) }),
   'approval.resolved': obj({
     turnId: turnId(),
     approvalId: str(),

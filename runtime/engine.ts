@@ -22,7 +22,10 @@ export interface EngineContext {
   emit<T extends EventType>(type: T, data: EventData<T>): boolean;
   /** Resolves once fewer than 16 MiB of the session's events wait for the disk (at once when that is already so). */
   drained(): Promise<void>;
-  /** Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first. */
+  /**
+   * Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first, and
+   * with AstraError('approval_expired') when nobody answered within the session's approvalTimeoutMs.
+   */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;
 }
 
@@ -50,4 +53,8 @@ export interface ApprovalRequest {
   command: string;
   cwd: string;
   reason?: string;
+  /** 1 for a new request; an answer naming another revision is refused (approval_expired). */
+  revision: number;
+  /** ms since the epoch after which it resolves as denied (approval_expired); absent: it waits as long as it takes. */
+  expiresAt?: number;
 }

@@ -48,6 +48,8 @@ export interface CreateSessionParams {
   onControllerLost?: OnControllerLost;
   /** Checked by the engine's parseOptions; refused for an engine that has none. */
   engineOptions?: Record<string, unknown>;
+  /** Approvals of the session expire (deny, approval_expired) after this long; default never. */
+  approvalTimeoutMs?: number;
   idempotencyKey?: string;
 }
 

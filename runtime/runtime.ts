@@ -62,7 +62,7 @@ export class Runtime {
   /** session/create keys (turn/start keys live with their session: SessionState.idempotency). */
   private readonly createKeys = new IdempotencyTable();
   private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
-  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a));
+  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now());
   private readonly turns: Turns;
   private closed = false;
 
@@ -218,10 +218,11 @@ export class Runtime {
       approvalPolicy: p.approvalPolicy ?? 'ask',
       onControllerLost: p.onControllerLost ?? 'cancel',
       engineOptions,
+      approvalTimeoutMs: p.approvalTimeoutMs ?? undefined,
     } as const;
     const key = p.idempotencyKey;
     if (key === undefined) return this.doCreate(params, undefined);
-    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions });
+    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions, approvalTimeoutMs: p.approvalTimeoutMs });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
     return this.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
       record: (s) => ({ sessionId: s.id }),
@@ -239,7 +240,7 @@ export class Runtime {
   }
 
   private async doCreate(
-    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost; engineOptions: object | undefined },
+    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost; engineOptions: object | undefined; approvalTimeoutMs: number | undefined },
     idem: { key: string; fingerprint: string } | undefined,
   ): Promise<Session> {
     const id = newId('ses');
@@ -260,6 +261,7 @@ export class Runtime {
       journalBytes: 0,
     };
     if (params.engineOptions) meta.engineOptions = params.engineOptions;
+    if (params.approvalTimeoutMs !== undefined) meta.approvalTimeoutMs = params.approvalTimeoutMs;
     if (idem) {
       meta.createKey = idem.key;
       meta.createFingerprint = idem.fingerprint;
@@ -268,7 +270,9 @@ export class Runtime {
     this.sessions.set(id, entry);
     const dir = path.join(this.sessionsDir, id);
     try {
-      const settings = params.engineOptions ? { onControllerLost: params.onControllerLost, engineOptions: params.engineOptions } : { onControllerLost: params.onControllerLost };
+      const settings: Record<string, unknown> = { onControllerLost: params.onControllerLost };
+      if (params.engineOptions) settings.engineOptions = params.engineOptions;
+      if (params.approvalTimeoutMs !== undefined) settings.approvalTimeoutMs = params.approvalTimeoutMs;
       entry.host = await SessionHost.create(dir, meta, this.hostOpts, settings, idem);
     } catch (e) {
       // SessionHost.create left nothing on disk; nothing is left here either.
@@ -453,8 +457,9 @@ export class Runtime {
     return this.approvals.pending(this.sessions.get(id)?.host);
   }
 
-  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }): Promise<void> {
-    return this.approvals.resolve(await this.load(id), approvalId, decision, by);
+  /** `revision`: the one the answer is for (absent: the current one); an old one or an expired approval is approval_expired. */
+  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }, revision?: number): Promise<void> {
+    return this.approvals.resolve(await this.load(id), approvalId, decision, by, revision);
   }
 
   // ---- shutdown ----

@@ -283,9 +283,15 @@ export function buildVectors(p, ipc) {
   add('server-request-approval', 'The daemon asks the controller; ids are the daemon\'s own.', D2C, 'request', {
     id: 1,
     method: 'approval/request',
-    params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project' },
+    params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project', revision: 1 },
+  }, { method: 'approval/request' });
+  add('server-request-approval-expiring', 'A session with approvalTimeoutMs: the request says when it expires.', D2C, 'request', {
+    id: 2,
+    method: 'approval/request',
+    params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, turnId: TURN_ID, command: 'rm -rf build', cwd: '/home/ada/project', revision: 1, expiresAt: T0 + 60000 },
   }, { method: 'approval/request' });
   add('server-response-approval', 'The client\'s answer, with the daemon\'s id.', C2D, 'response', { id: 1, result: { decision: 'approve' } }, { method: 'approval/request' });
+  add('server-response-approval-revision', 'An answer naming the revision it is for.', C2D, 'response', { id: 2, result: { decision: 'deny', revision: 1 } }, { method: 'approval/request' });
 
   // ---- notifications ----
   add('notification-session-replayed', '', D2C, 'notification', { method: 'session/replayed', params: { sessionId: SESSION_ID, throughSeq: 1 } }, { method: 'session/replayed' });
@@ -321,7 +327,7 @@ export function buildVectors(p, ipc) {
     'command.started': { turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project', pid: 51234 },
     'command.output': { turnId: TURN_ID, stream: 'stdout', data: Buffer.from('hello from python\n') },
     'command.completed': { turnId: TURN_ID, exitCode: 0, signal: null },
-    'approval.requested': { turnId: TURN_ID, approvalId: APPROVAL_ID, command: 'echo hello from python', cwd: '/home/ada/project' },
+    'approval.requested': { turnId: TURN_ID, approvalId: APPROVAL_ID, command: 'echo hello from python', cwd: '/home/ada/project', revision: 1, expiresAt: T0 + 60000 },
     'approval.resolved': { turnId: TURN_ID, approvalId: APPROVAL_ID, decision: 'approve', by: { clientName: 'astra-python', connectionId: CONNECTION_ID } },
     'lease.changed': { epoch: 1, holder: { connectionId: CONNECTION_ID, clientName: 'astra-python', pid: 4242 }, reason: 'acquired' },
     'turn.completed': { turnId: TURN_ID, status: 'completed', exitCode: 0 },

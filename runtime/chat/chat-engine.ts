@@ -5,7 +5,7 @@
 // the model answers without a tool call, the turn is cancelled, a fault ends it, or maxSteps requests
 // have been made.
 import * as path from 'node:path';
-import type { EventData } from '../../protocol/index.js';
+import { isAstraError, type EventData } from '../../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from '../engine.js';
 import { isChatEngineContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
@@ -203,6 +203,7 @@ async function runTool(ctx: ChatEngineContext, cfg: ChatEngineConfig, call: Tool
       decision = await ctx.requestApproval({ command, cwd });
     } catch (e) {
       if (ctx.signal.aborted) return { status: 'interrupted', output: '[not run: the user cancelled the turn while it waited for approval]', cancelled: true };
+      if (isAstraError(e) && e.reason === 'approval_expired') return { status: 'denied', output: `[not run: the approval expired — ${e.message.replace(/^The approval expired: /, '').replace(/\.$/, '')}; ask again if it is still needed]` };
       return { status: 'failed', output: `[not run: approval could not be asked (${(e as Error).message})]` };
     }
     if (decision !== 'approve') return { status: 'denied', output: '[not run: the user denied this command]' };

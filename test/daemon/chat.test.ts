@@ -234,4 +234,36 @@ describe('the chat engine through the daemon', () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/baseUrl is not a URL/);
   });
+
+  it('a denied call is answered denied to the model; an unanswered one expires after approvalTimeoutMs, a late answer changes nothing, and the model is told', async () => {
+    const server = await modelServer(['tool-call', 'final-answer', 'tool-call-slow-command', 'final-answer']);
+    const { driver } = await setup(server.baseUrl);
+    const ctl = await driver('controller');
+    const { session } = await ctl.call('session/create', { engine: 'chat', approvalTimeoutMs: 1000, engineOptions: { model: 'llama3.1' } });
+    const sessionId = session.id as string;
+    await ctl.call('session/subscribe', { sessionId });
+
+    const t1 = await startTurn(ctl, sessionId, 'list it', 't1');
+    const ask = await ctl.next((l) => l.approvalRequest !== undefined);
+    expect(ask.approvalRequest).toMatchObject({ revision: 1, expiresAt: expect.any(Number) });
+    ctl.send({ op: 'answer', approvalId: ask.approvalRequest.approvalId, decision: 'deny' });
+    expect((await turnEnd(ctl, t1)).params.data.status).toBe('completed');
+    expect(ofType(ctl.events(sessionId), 'tool.result')[0]!.data).toMatchObject({ status: 'denied', output: '[not run: the user denied this command]' });
+
+    const t2 = await startTurn(ctl, sessionId, 'wait a while', 't2');
+    const second = await ctl.next((l) => l.approvalRequest !== undefined && l.approvalRequest.approvalId !== ask.approvalRequest.approvalId);
+    expect((await turnEnd(ctl, t2)).params.data.status).toBe('completed');
+    const resolved = ofType(ctl.events(sessionId), 'approval.resolved').find((e) => e.data.approvalId === second.approvalRequest.approvalId)!;
+    expect(resolved.data).toMatchObject({ decision: 'deny', reason: expect.stringMatching(/^expired: nobody answered within 1 s/) });
+    const results = ofType(ctl.events(sessionId), 'tool.result');
+    expect(results[1]!.data).toMatchObject({ callId: 'call_sleep', status: 'denied', output: expect.stringMatching(/approval expired/) });
+    // The late answer: refused inside the daemon, nothing appended, nothing run.
+    const head = ctl.events(sessionId).length;
+    ctl.send({ op: 'answer', approvalId: second.approvalRequest.approvalId, decision: 'approve' });
+    const { events } = await ctl.call('session/read', { sessionId });
+    expect(ofType(events as Line[], 'command.started')).toHaveLength(0);
+    expect(ctl.events(sessionId).length).toBe(head);
+    const reqs = await server.requests();
+    expect(reqs[3]!.body.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([results[0]!.data.output, results[1]!.data.output]);
+  });
 });

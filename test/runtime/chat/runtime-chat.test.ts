@@ -115,4 +115,49 @@ describe('the chat engine in the runtime', () => {
     expect(tail[0]!.data).toEqual({ turnId: 't1', callId: 'call_x', status: 'interrupted', output: INTERRUPTED_RESULT_OUTPUT });
     expect(tail[1]!.data).toMatchObject({ turnId: 't1', status: 'interrupted' });
   });
+
+  it('an approval nobody answers within approvalTimeoutMs resolves as denied with reason expired, the model is told, and a late answer is approval_expired', async () => {
+    const { open, cwd, server } = await setup(['tool-call', 'final-answer']);
+    const { rt, ended } = await open();
+    cleanups.push(() => rt.close());
+    const asked: { approvalId: string; revision: number; expiresAt?: number }[] = [];
+    rt.on('approvalRequested', (a) => asked.push(a));
+    const s = await rt.createSession({ engine: 'chat', cwd, approvalTimeoutMs: 300, engineOptions: { model: 'llama3.1' } });
+    const before = Date.now();
+    const { turnId } = await rt.startTurn(s.id, { text: 'list it' }, 'k1');
+    await waitFor(() => ended.get(turnId), 'the turn to end');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.revision).toBe(1);
+    expect(asked[0]!.expiresAt).toBeGreaterThanOrEqual(before + 300);
+    const evs = await events(rt, s.id);
+    const resolved = evs.find((e) => e.type === 'approval.resolved')!;
+    expect(resolved.data).toMatchObject({ decision: 'deny', reason: expect.stringMatching(/^expired: nobody answered/) });
+    const result = evs.find((e) => e.type === 'tool.result')!;
+    expect(result.data).toMatchObject({ status: 'denied', output: expect.stringMatching(/approval expired/) });
+    expect(ofRole(server.requests[1]!.body, 'tool')).toEqual([(result.data as { output: string }).output]);
+    expect(evs.filter((e) => e.type === 'command.started')).toHaveLength(0);
+    const late = await rt.resolveApproval(s.id, asked[0]!.approvalId, 'approve').catch((e: unknown) => e);
+    expect(isAstraError(late) && late.reason).toBe('approval_expired');
+  });
+
+  it('an answer naming another revision is refused with approval_expired and the current revision is still answerable', async () => {
+    const { open, cwd } = await setup(['tool-call', 'final-answer']);
+    const { rt, ended } = await open();
+    cleanups.push(() => rt.close());
+    const asked: { approvalId: string }[] = [];
+    rt.on('approvalRequested', (a) => asked.push(a));
+    const s = await rt.createSession({ engine: 'chat', cwd, engineOptions: { model: 'llama3.1' } });
+    const { turnId } = await rt.startTurn(s.id, { text: 'list it' }, 'k1');
+    await waitFor(() => asked[0], 'the approval request');
+    expect((await events(rt, s.id)).find((e) => e.type === 'approval.requested')!.data).not.toHaveProperty('expiresAt');
+    const stale = await rt.resolveApproval(s.id, asked[0]!.approvalId, 'approve', undefined, 2).catch((e: unknown) => e);
+    expect(isAstraError(stale) && stale.reason).toBe('approval_expired');
+    await rt.resolveApproval(s.id, asked[0]!.approvalId, 'approve', undefined, 1);
+    await waitFor(() => ended.get(turnId), 'the turn to end');
+    expect((await events(rt, s.id)).find((e) => e.type === 'tool.result')!.data).toMatchObject({ status: 'succeeded' });
+  });
 });
+
+function ofRole(body: unknown, role: string): (string | null)[] {
+  return (body as { messages: { role: string; content: string | null }[] }).messages.filter((m) => m.role === role).map((m) => m.content);
+}

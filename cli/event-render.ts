@@ -57,7 +57,24 @@ export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderCont
     case 'message.delta':
       return [{ kind: 'output', stream: 'stdout', text: event.data.text }];
     case 'message.completed':
-      return [];
+      // The text came as deltas; end its line (a cancelled or cut answer says so).
+      return [
+        ...(event.data.text && !event.data.text.endsWith('\n') ? [{ kind: 'output', stream: 'stdout', text: '\n' } as const] : []),
+        ...(event.data.finishReason === 'cancelled' || event.data.finishReason === 'error' || event.data.finishReason === 'length'
+          ? line(dim(`[answer ${event.data.finishReason === 'length' ? 'cut at the length limit' : event.data.finishReason === 'error' ? 'cut short by an error' : 'cancelled'}]`))
+          : []),
+      ];
+    case 'tool.call':
+      return toolCallCard(event.data, color);
+    case 'tool.result': {
+      const exit = event.data.exitCode !== undefined && event.data.exitCode !== null ? `, exit ${event.data.exitCode}` : '';
+      const colour = event.data.status === 'succeeded' ? 'green' : event.data.status === 'failed' ? 'red' : 'yellow';
+      // The command's output was shown as it ran; a call that did not run says why (its output is that reason).
+      const why = event.data.status === 'denied' || event.data.status === 'interrupted' || !/\[exit code|\[killed by/.test(event.data.output) ? ` ${cleanText(lastLine(event.data.output))}` : '';
+      return line(paint(color, colour, `└ tool ${event.data.status}${exit}`) + dim(why));
+    }
+    case 'usage':
+      return line(dim(`[tokens: ${event.data.promptTokens} prompt, ${event.data.completionTokens} completion]`));
     case 'command.started':
       return line(dim(`$ ${event.data.command}${event.data.pid !== undefined ? `  (pid ${event.data.pid})` : ''}`));
     case 'command.output':
@@ -87,10 +104,31 @@ export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderCont
       return line(paint(color, turnEndColour(event.data), `${event.data.status === 'completed' ? '✔' : '✘'} ${text}`));
     }
     case 'error':
-      return line(paint(color, 'red', `error: ${event.data.message}${event.data.reason ? ` (${event.data.reason})` : ''}`));
+      return line(paint(color, 'red', `error: ${event.data.message}${event.data.reason ? ` (${event.data.reason})` : event.data.code ? ` (${event.data.code})` : ''}`));
     default:
       return [];
   }
+}
+
+function lastLine(text: string): string {
+  const lines = text.trimEnd().split('\n');
+  return lines[lines.length - 1] ?? '';
+}
+
+/** A tool call of the chat engine as a card: the tool, the command line and where it runs. */
+function toolCallCard(data: SessionEvent<'tool.call'>['data'], color: boolean): Rendered[] {
+  let command: string | undefined;
+  let cwd: string | undefined;
+  try {
+    const a = JSON.parse(data.arguments || '{}') as { command?: unknown; cwd?: unknown };
+    if (typeof a.command === 'string') command = a.command;
+    if (typeof a.cwd === 'string') cwd = a.cwd;
+  } catch {
+    // Shown as the model sent it below.
+  }
+  const head = paint(color, 'cyan', `┌ tool ${cleanText(data.name)}`) + paint(color, 'dim', `  (${data.callId})`);
+  const body = command !== undefined ? `│ $ ${cleanText(command)}${cwd ? paint(color, 'dim', `   in ${cleanText(cwd)}`) : ''}` : `│ ${cleanText(data.arguments)}`;
+  return [{ kind: 'line', text: head }, { kind: 'line', text: paint(color, 'bold', body) }];
 }
 
 /** An event as one JSON line: binary output as UTF-8 text. */

@@ -20,9 +20,16 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
     .option('--title <title>', 'a title shown in `astra sessions`')
     .option('--cwd <dir>', 'the directory commands run in (default: the current one)')
     .addOption(new Option('--approval <policy>', 'ask: the controller approves each command; auto: run at once').choices(['ask', 'auto']).default('ask'))
-    .action(async (o: { title?: string; cwd?: string; approval: 'ask' | 'auto' }) => {
+    .option('--approval-timeout <seconds>', 'an approval nobody answers within this long is denied (default: it waits)')
+    .option('--engine <name>', 'shell (a turn is a command line), chat (a turn is a message to a model); default shell, or chat with --model')
+    .option('--model <name>', 'chat: the model the server knows, e.g. llama3.1 (default: the daemon\'s ASTRA_CHAT_MODEL)')
+    .option('--base-url <url>', 'chat: the OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (default: the daemon\'s ASTRA_CHAT_BASE_URL)')
+    .option('--system-prompt <text>', 'chat: replaces the built-in system prompt')
+    .option('--max-steps <n>', 'chat: model requests per turn (default 25)')
+    .action(async (o: NewOptions) => {
       const cwd = path.resolve(o.cwd ?? process.cwd());
-      const session = await withClient(env, 'astra new', async (c) => (await c.session.create({ cwd, approvalPolicy: o.approval, ...(o.title !== undefined ? { title: o.title } : {}) })).session);
+      const params = newSessionParams(o, cwd);
+      const session = await withClient(env, 'astra new', async (c) => (await c.session.create(params)).session);
       out.stdout(session.id);
     });
 
@@ -76,8 +83,8 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
     .command('send')
     .description('start a turn without a terminal view (acquires control for the call)')
     .argument('<session>', SESSION_ARG)
-    .argument('<text>', 'the input: for the shell engine, a command line')
-    .option('--wait', 'stream the output and exit with the command\'s exit code')
+    .argument('<text>', 'the input: for the shell engine, a command line; for chat, a message to the model')
+    .option('--wait', 'stream the output and exit with the command\'s exit code (chat: print the final answer)')
     .option('--json', 'print the turn\'s events as JSON lines (output bytes as UTF-8 text)')
     .option('--yes', 'approve the command yourself (otherwise it waits for an attached controller unless the session is auto)')
     .action(async (sessionArg: string, text: string, o: { wait?: boolean; json?: boolean; yes?: boolean }) => {
@@ -172,6 +179,46 @@ async function waitForTurnEnd(client: AstraClient, sessionId: string, sinceSeq: 
   });
 }
 
+interface NewOptions {
+  title?: string;
+  cwd?: string;
+  approval: 'ask' | 'auto';
+  engine?: string;
+  model?: string;
+  baseUrl?: string;
+  systemPrompt?: string;
+  maxSteps?: string;
+  approvalTimeout?: string;
+}
+
+/** session/create's params from `astra new`'s flags; the daemon checks the chat options (a bad URL is its invalid_params). */
+type NewSessionParams = { cwd: string; approvalPolicy: 'ask' | 'auto'; title?: string; engine?: string; engineOptions?: Record<string, unknown>; approvalTimeoutMs?: number };
+
+function newSessionParams(o: NewOptions, cwd: string): NewSessionParams {
+  const chat: Record<string, unknown> = {};
+  if (o.model !== undefined) chat.model = o.model;
+  if (o.baseUrl !== undefined) chat.baseUrl = o.baseUrl;
+  if (o.systemPrompt !== undefined) chat.systemPrompt = o.systemPrompt;
+  if (o.maxSteps !== undefined) {
+    const n = Number(o.maxSteps);
+    if (!Number.isInteger(n) || n < 1) fail(`--max-steps must be a whole number of model requests, such as 25 (got ${o.maxSteps})`);
+    chat.maxSteps = n;
+  }
+  const hasChat = Object.keys(chat).length > 0;
+  const engine = o.engine ?? (hasChat ? 'chat' : undefined);
+  if (hasChat && engine !== 'chat') fail(`--model, --base-url, --system-prompt and --max-steps are options of the chat engine: use --engine chat (not ${engine})`);
+  const p: NewSessionParams = { cwd, approvalPolicy: o.approval };
+  if (o.approvalTimeout !== undefined) {
+    const secs = Number(o.approvalTimeout);
+    if (!Number.isFinite(secs) || secs < 1 || secs > 7 * 24 * 3600) fail(`--approval-timeout must be a number of seconds from 1 to 604800 (got ${o.approvalTimeout})`);
+    p.approvalTimeoutMs = Math.round(secs * 1000);
+  }
+  if (o.title !== undefined) p.title = o.title;
+  if (engine !== undefined) p.engine = engine;
+  if (engine === 'chat') p.engineOptions = chat;
+  return p;
+}
+
 interface SendOptions {
   wait?: boolean;
   json?: boolean;
@@ -186,6 +233,9 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
     const s = await resolveSession(client, sessionArg);
     if (s.state === 'archived') fail(`session ${s.id} is archived; create a new one with \`astra new\``);
     const needsAnswer = s.approvalPolicy === 'ask';
+    // A chat turn may ask for approval again after each tool result: control stays here to the end.
+    const chat = s.engine === 'chat';
+    let answer: string | undefined;
     const lease = await acquireOrExplain(client, s.id);
 
     let turnId: string | undefined;
@@ -216,7 +266,14 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
         if (o.wait && o.json) out.stdout(eventToJson(e));
         switch (e.type) {
           case 'command.output':
-            if (o.wait && !o.json) (e.data.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(e.data.data));
+            // A chat turn's answer is what stdout gets; its tools' output is the model's business.
+            if (o.wait && !o.json && !chat) (e.data.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(e.data.data));
+            return;
+          case 'message.completed':
+            if (e.data.finishReason !== 'tool_calls') answer = e.data.text;
+            return;
+          case 'tool.call':
+            if (o.wait && !o.json) process.stderr.write(`astra: the model calls ${e.data.name} ${e.data.arguments}\n`);
             return;
           case 'approval.requested':
             if (needsAnswer && !o.yes) {
@@ -226,10 +283,11 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
             return;
           case 'approval.resolved':
           case 'command.started':
-            underway();
+            if (!chat) underway();
             return;
           case 'turn.completed':
             underway();
+            if (o.wait && !o.json && chat && answer !== undefined) out.stdout(answer.replace(/\n$/, ''));
             if (!o.json && e.data.status !== 'completed') process.stderr.write(`astra: ${turnEndText(e.data)}\n`);
             settle(turnExit(e.data));
             return;
@@ -305,7 +363,8 @@ async function cancelTurn(client: AstraClient, sessionId: string, turnId: string
 }
 
 function turnExit(d: SessionEvent<'turn.completed'>['data']): number {
-  if (d.status === 'completed') return typeof d.exitCode === 'number' ? d.exitCode : ExitCode.error;
+  // A shell turn's exit code; a turn without one (chat) that completed is a success.
+  if (d.status === 'completed') return typeof d.exitCode === 'number' ? d.exitCode : d.exitCode === undefined ? ExitCode.ok : ExitCode.error;
   if (d.status === 'cancelled') return EXIT_CANCELLED;
   return ExitCode.error;
 }

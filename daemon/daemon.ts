@@ -19,7 +19,7 @@ import {
   type AstraPaths,
   type DiscoveryRecord,
 } from '../discovery/index.js';
-import { Runtime, createShellEngine, createSyntheticEngine, type Engine } from '../runtime/index.js';
+import { Runtime, chatEngineConfig, createChatEngine, createShellEngine, createSyntheticEngine, type Engine } from '../runtime/index.js';
 import { resolveConfig, type DaemonConfig, type DaemonOptions } from './config.js';
 import { createHandlers } from './handlers.js';
 import { armHandshakeDeadline, handshake, type HandshakeContext } from './handshake.js';
@@ -74,7 +74,10 @@ export class Daemon {
     this.startedAt = this.now();
     this.log = opts.logger ?? silentLogger();
     this.cfg = resolveConfig(opts, env);
-    this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
+    // The key is read here, from the daemon's environment, and nowhere else.
+    const stallMs = Number(env.ASTRA_CHAT_STALL_MS);
+    const chat = createChatEngine(chatEngineConfig(env, Number.isInteger(stallMs) && stallMs > 0 ? { stallMs } : {}), env);
+    this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), chat, ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
     this.defaultEngine = opts.defaultEngine ?? (opts.engine ? 'custom' : 'shell');
   }

@@ -206,6 +206,8 @@ export class LeaseHost {
     const epoch = view.epoch;
     const params: Record<string, unknown> = { sessionId: a.sessionId, approvalId: a.approvalId, turnId: a.turnId, command: a.command, cwd: a.cwd };
     if (a.reason !== undefined) params.reason = a.reason;
+    params.revision = a.revision;
+    if (a.expiresAt !== undefined) params.expiresAt = a.expiresAt;
     peer.conn
       .request('approval/request', params, { timeoutMs: 0 })
       .then(async (result) => {
@@ -214,13 +216,13 @@ export class LeaseHost {
         const now = this.leases.view(a.sessionId);
         // An answer from a connection that lost control in the meantime does not count.
         if (now.state !== 'held' || now.holder?.connectionId !== peer.id || now.epoch !== epoch) return;
-        const { decision } = result as ServerResultOf<'approval/request'>;
-        await this.runtime.resolveApproval(a.sessionId, a.approvalId, decision, { clientName: peer.clientName, connectionId: peer.id });
+        const { decision, revision } = result as ServerResultOf<'approval/request'>;
+        await this.runtime.resolveApproval(a.sessionId, a.approvalId, decision, { clientName: peer.clientName, connectionId: peer.id }, revision ?? undefined);
         this.approvalSentTo.delete(a.approvalId);
       })
       .catch((e: unknown) => {
         if (this.approvalSentTo.get(a.approvalId) === peer.id) this.approvalSentTo.delete(a.approvalId);
-        if (!(e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'not_found')))
+        if (!(e instanceof AstraError && (e.reason === 'connection_closed' || e.reason === 'not_found' || e.reason === 'approval_expired')))
           this.opts.log.warn({ err: e, approvalId: a.approvalId }, 'approval request to the controller failed');
       });
   }

@@ -38,6 +38,7 @@ export const ERRORS = {
   journal_unsupported: { code: -33030, summary: 'A journal on disk has a newer format than this daemon reads; upgrade Astra.' },
   journal_corrupt: { code: -33031, summary: 'A journal on disk could not be read.' },
   disk_full: { code: -33032, summary: 'The disk holding Astra\'s data is full (data.path names it); free space and retry. Nothing acknowledged was lost.' },
+  approval_expired: { code: -33033, summary: 'The approval expired, or the answer named an old revision; it was (or will be) resolved as denied. Answer the current request.' },
   unsafe_runtime_dir: { code: -33040, summary: 'The runtime directory is a symlink, owned by another user, or open to others.', local: true },
   socket_path_too_long: { code: -33041, summary: 'The socket path exceeds 103 bytes; set ASTRA_HOME to a shorter directory.', local: true },
   invalid_record: { code: -33042, summary: 'The discovery record daemon.json is malformed.', local: true },

@@ -1,6 +1,6 @@
 // The method table (DESIGN.md §3.1): every method is declared once, with its params and result
 // schemas and its policy. The daemon's router and the client's typed API are derived from it.
-import { any, arr, bool, int, nullable, obj, oneOf, opt, str, type Infer, type Schema } from './schema.js';
+import { any, arr, bool, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
 import {
   APPROVAL_POLICIES,
   DECISIONS,
@@ -151,6 +151,8 @@ export const METHODS = {
       engine: opt(str({ minLength: 1, maxLength: 64 })),
       approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
       onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
+      engineOptions: opt(record(any('an option value'))),
+      approvalTimeoutMs: opt(int({ min: 1000, max: 7 * 24 * 3600 * 1000 })),
       idempotencyKey: opt(idempotencyKey()),
     }),
     result: obj({ session: sessionSchema }),
@@ -250,8 +252,11 @@ export const SERVER_REQUESTS = {
       command: str(),
       cwd: str(),
       reason: opt(str()),
+      revision: opt(int({ min: 1 })),
+      expiresAt: opt(timestamp()),
     }),
-    result: obj({ decision: oneOf(DECISIONS) }),
+    /** `revision`: the one answered (an old one is refused with approval_expired); absent means the current one. */
+    result: obj({ decision: oneOf(DECISIONS), revision: opt(int({ min: 1 })) }),
     policy: { controller: true, mutates: true, idempotent: true, epoch: false },
   }),
 } as const;

@@ -1,5 +1,5 @@
 // Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
-import { type Schema, bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
+import { type Schema, bool, bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
 
 /** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
 export const timestamp = () => int({ min: 0 });
@@ -23,6 +23,10 @@ export const ON_CONTROLLER_LOST = ['cancel', 'continue'] as const;
 export type OnControllerLost = (typeof ON_CONTROLLER_LOST)[number];
 
 export const DECISIONS = ['approve', 'deny'] as const;
+
+/** How a tool call of the chat engine ended (tool.result.status). */
+export const TOOL_RESULT_STATUSES = ['succeeded', 'failed', 'denied', 'interrupted'] as const;
+export type ToolResultStatus = (typeof TOOL_RESULT_STATUSES)[number];
 export type Decision = (typeof DECISIONS)[number];
 
 export const controllerInfoSchema = obj({
@@ -61,11 +65,14 @@ export const EVENT_DATA = {
   'turn.started': obj({ turnId: turnId(), input: obj({ text: str() }) }),
   'message.user': obj({ turnId: turnId(), text: str() }),
   'message.delta': obj({ turnId: turnId(), text: str() }),
-  'message.completed': obj({ turnId: turnId(), text: str() }),
+  'message.completed': obj({ turnId: turnId(), text: str(), finishReason: opt(str()) }),
+  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str() }),
+  'tool.result': obj({ turnId: turnId(), callId: str({ minLength: 1 }), status: oneOf(TOOL_RESULT_STATUSES), exitCode: opt(nullable(int())), output: str() }),
+  usage: obj({ turnId: turnId(), promptTokens: int({ min: 0 }), completionTokens: int({ min: 0 }) }),
   'command.started': obj({ turnId: turnId(), command: str(), cwd: str(), pid: opt(int()) }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
-  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()) }),
+  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()) }),
   'approval.resolved': obj({
     turnId: turnId(),
     approvalId: str(),
@@ -85,7 +92,7 @@ export const EVENT_DATA = {
     exitCode: opt(nullable(int())),
     error: opt(str()),
   }),
-  error: obj({ message: str(), reason: opt(str()), turnId: opt(str()) }),
+  error: obj({ message: str(), reason: opt(str()), turnId: opt(str()), code: opt(str()), retryable: opt(bool()) }),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA;

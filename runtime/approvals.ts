@@ -1,7 +1,11 @@
 // Approvals: an engine asks, the daemon's host decides. One shape end to end — the pending entry
 // in SessionState, what `approvalRequested` hands the daemon, and pendingApprovals() are the same
 // ApprovalRequest; the approval.requested event carries it without sessionId. Pending entries are
-// folded from the events (session-state.ts); this room holds only the engines' waiting promises.
+// folded from the events (session-state.ts); this room holds only the engines' waiting promises and
+// the expiry timers. An approval of a session with approvalTimeoutMs carries expiresAt; nobody
+// answering by then resolves it as denied (reason 'expired: …') and the engine's wait rejects with
+// approval_expired. Each request is revision 1; an answer naming another revision, or coming after
+// the expiry, is refused with approval_expired.
 import type { EventData } from '../protocol/index.js';
 import { AstraError } from '../protocol/index.js';
 import type { ApprovalRequest } from './engine.js';
@@ -10,21 +14,35 @@ import type { SessionHost } from './session-host.js';
 
 type Decision = 'approve' | 'deny';
 
+/** Ids of approvals that expired, remembered so a late answer hears approval_expired, not not_found (bounded). */
+const EXPIRED_REMEMBERED = 1000;
+
 export class Approvals {
   /** Engines waiting for a decision, by approvalId (ids are unique across sessions). */
-  private readonly waiting = new Map<string, { resolve(d: Decision): void; reject(e: Error): void }>();
+  private readonly waiting = new Map<string, { resolve(d: Decision): void; reject(e: Error): void; timer?: NodeJS.Timeout }>();
+  private readonly expired = new Set<string>();
 
-  constructor(private readonly requested: (a: ApprovalRequest) => void) {}
+  constructor(
+    private readonly requested: (a: ApprovalRequest) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** An engine's request: journaled and published first, so observers see it before the host asks anyone. */
   request(host: SessionHost, turnId: string, signal: AbortSignal, req: { command: string; cwd: string; reason?: string }): Promise<Decision> {
     if (signal.aborted) return Promise.reject(new DOMException('The turn was cancelled.', 'AbortError'));
     const approvalId = newId('apr');
+    const timeoutMs = host.meta.approvalTimeoutMs;
     return new Promise<Decision>((resolve, reject) => {
-      this.waiting.set(approvalId, { resolve, reject });
+      const w: { resolve(d: Decision): void; reject(e: Error): void; timer?: NodeJS.Timeout } = { resolve, reject };
+      this.waiting.set(approvalId, w);
       signal.addEventListener('abort', () => this.withdraw(host, approvalId, 'the turn was cancelled'), { once: true });
-      const data: EventData<'approval.requested'> = { turnId, approvalId, command: req.command, cwd: req.cwd };
+      const data: EventData<'approval.requested'> = { turnId, approvalId, command: req.command, cwd: req.cwd, revision: 1 };
       if (req.reason !== undefined) data.reason = req.reason;
+      if (timeoutMs !== undefined) {
+        data.expiresAt = Math.floor(this.now()) + timeoutMs;
+        w.timer = setTimeout(() => this.expire(host, approvalId, timeoutMs), timeoutMs);
+        w.timer.unref();
+      }
       host.append('approval.requested', data);
       host.flush();
       this.requested({ ...host.state.approvals.get(approvalId)! });
@@ -33,16 +51,36 @@ export class Approvals {
 
   /** Withdraws a pending approval (denied with `reason`); the engine's wait rejects with an AbortError. */
   withdraw(host: SessionHost, approvalId: string, reason: string): void {
+    if (!this.deny(host, approvalId, reason)) return;
+    this.take(approvalId)?.reject(new DOMException(`Approval withdrawn: ${reason}.`, 'AbortError'));
+  }
+
+  /** Nobody answered in time: denied, and the engine hears approval_expired (the chat engine tells the model). */
+  private expire(host: SessionHost, approvalId: string, timeoutMs: number): void {
+    const why = `nobody answered within ${Math.round(timeoutMs / 1000)} s (the session's approvalTimeoutMs)`;
+    if (!this.deny(host, approvalId, `expired: ${why}`)) return;
+    this.expired.add(approvalId);
+    if (this.expired.size > EXPIRED_REMEMBERED) this.expired.delete(this.expired.values().next().value!);
+    this.take(approvalId)?.reject(new AstraError('approval_expired', `The approval expired: ${why}.`, { sessionId: host.id, approvalId }));
+  }
+
+  /** Appends the deny of a pending approval; false when it is not pending. */
+  private deny(host: SessionHost, approvalId: string, reason: string): boolean {
     const a = host.state.approvals.get(approvalId);
-    if (!a) return;
+    if (!a) return false;
     try {
       host.append('approval.resolved', { turnId: a.turnId, approvalId, decision: 'deny', reason });
     } catch {
       // Closed runtime: the next open resolves it as interrupted.
     }
+    return true;
+  }
+
+  private take(approvalId: string) {
     const w = this.waiting.get(approvalId);
     this.waiting.delete(approvalId);
-    w?.reject(new DOMException(`Approval withdrawn: ${reason}.`, 'AbortError'));
+    if (w?.timer) clearTimeout(w.timer);
+    return w;
   }
 
   withdrawTurn(host: SessionHost, turnId: string, reason: string): void {
@@ -53,9 +91,19 @@ export class Approvals {
     return host ? [...host.state.approvals.values()].map((a) => ({ ...a })) : [];
   }
 
-  async resolve(host: SessionHost, approvalId: string, decision: Decision, by?: { clientName?: string; connectionId?: string }): Promise<void> {
+  async resolve(host: SessionHost, approvalId: string, decision: Decision, by?: { clientName?: string; connectionId?: string }, revision?: number): Promise<void> {
     const a = host.state.approvals.get(approvalId);
-    if (!a) throw new AstraError('not_found', `Session ${host.id} has no pending approval ${approvalId}.`, { sessionId: host.id, approvalId });
+    if (!a) {
+      if (this.expired.has(approvalId))
+        throw new AstraError('approval_expired', `Approval ${approvalId} expired before this answer came and was denied; the model was told. Answer the next request in time.`, { sessionId: host.id, approvalId });
+      throw new AstraError('not_found', `Session ${host.id} has no pending approval ${approvalId}.`, { sessionId: host.id, approvalId });
+    }
+    if (revision !== undefined && revision !== a.revision)
+      throw new AstraError('approval_expired', `Approval ${approvalId} is at revision ${a.revision}, not ${revision}; answer the current request.`, { sessionId: host.id, approvalId, revision: a.revision });
+    if (a.expiresAt !== undefined && this.now() >= a.expiresAt) {
+      this.expire(host, approvalId, host.meta.approvalTimeoutMs ?? 0);
+      throw new AstraError('approval_expired', `Approval ${approvalId} expired before this answer came and was denied.`, { sessionId: host.id, approvalId });
+    }
     host.checkWritable();
     const data: EventData<'approval.resolved'> = { turnId: a.turnId, approvalId, decision };
     if (by) {
@@ -65,8 +113,7 @@ export class Approvals {
       data.by = b;
     }
     host.append('approval.resolved', data);
-    const w = this.waiting.get(approvalId);
-    this.waiting.delete(approvalId);
+    const w = this.take(approvalId);
     try {
       await host.sync();
     } finally {

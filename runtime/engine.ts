@@ -7,6 +7,8 @@ export interface EngineContext {
   cwd: string;
   input: { text: string };
   approvalPolicy: ApprovalPolicy;
+  /** The session's engineOptions as the engine's parseOptions returned them at session/create ({} when it has none). */
+  engineOptions?: object;
   /** Aborted when the turn is cancelled; an engine should stop promptly and return 'cancelled'. */
   signal: AbortSignal;
   /**
@@ -20,7 +22,10 @@ export interface EngineContext {
   emit<T extends EventType>(type: T, data: EventData<T>): boolean;
   /** Resolves once fewer than 16 MiB of the session's events wait for the disk (at once when that is already so). */
   drained(): Promise<void>;
-  /** Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first. */
+  /**
+   * Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first, and
+   * with AstraError('approval_expired') when nobody answered within the session's approvalTimeoutMs.
+   */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;
 }
 
@@ -32,6 +37,13 @@ export interface EngineResult {
 
 export interface Engine {
   runTurn(ctx: EngineContext): Promise<EngineResult>;
+  /**
+   * Checks session/create's `engineOptions` (undefined when none were sent) and returns what is
+   * stored with the session and handed to each turn as ctx.engineOptions — never a secret: it is
+   * journaled. Throws AstraError('invalid_params') naming the field. An engine without it takes no
+   * options: a non-empty engineOptions is refused.
+   */
+  parseOptions?(raw: Record<string, unknown> | undefined): object;
 }
 
 export interface ApprovalRequest {
@@ -41,4 +53,8 @@ export interface ApprovalRequest {
   command: string;
   cwd: string;
   reason?: string;
+  /** 1 for a new request; an answer naming another revision is refused (approval_expired). */
+  revision: number;
+  /** ms since the epoch after which it resolves as denied (approval_expired); absent: it waits as long as it takes. */
+  expiresAt?: number;
 }

@@ -46,6 +46,10 @@ export interface CreateSessionParams {
   engine?: string;
   approvalPolicy?: ApprovalPolicy;
   onControllerLost?: OnControllerLost;
+  /** Checked by the engine's parseOptions; refused for an engine that has none. */
+  engineOptions?: Record<string, unknown>;
+  /** Approvals of the session expire (deny, approval_expired) after this long; default never. */
+  approvalTimeoutMs?: number;
   idempotencyKey?: string;
 }
 

@@ -62,7 +62,7 @@ export class Runtime {
   /** session/create keys (turn/start keys live with their session: SessionState.idempotency). */
   private readonly createKeys = new IdempotencyTable();
   private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
-  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a));
+  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now());
   private readonly turns: Turns;
   private closed = false;
 
@@ -210,16 +210,19 @@ export class Runtime {
       isDir = false;
     }
     if (!isDir) throw new AstraError('invalid_params', `The workspace ${cwd} is not a directory; create it first or pass another cwd.`, { cwd });
+    const engineOptions = this.engineOptionsFor(engine, p.engineOptions ?? undefined);
     const params = {
       title: p.title ?? '',
       cwd,
       engine,
       approvalPolicy: p.approvalPolicy ?? 'ask',
       onControllerLost: p.onControllerLost ?? 'cancel',
+      engineOptions,
+      approvalTimeoutMs: p.approvalTimeoutMs ?? undefined,
     } as const;
     const key = p.idempotencyKey;
     if (key === undefined) return this.doCreate(params, undefined);
-    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost });
+    const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions, approvalTimeoutMs: p.approvalTimeoutMs });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
     return this.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
       record: (s) => ({ sessionId: s.id }),
@@ -227,8 +230,17 @@ export class Runtime {
     });
   }
 
+  /** What the engine makes of engineOptions (invalid_params from it); an engine without parseOptions takes none. */
+  private engineOptionsFor(engine: string, raw: Record<string, unknown> | undefined): object | undefined {
+    const parse = this.engines[engine]!.parseOptions;
+    if (parse) return parse(raw);
+    if (raw !== undefined && Object.keys(raw).length > 0)
+      throw new AstraError('invalid_params', `The ${engine} engine takes no engineOptions (got ${Object.keys(raw).join(', ')}); leave them out.`, { field: 'engineOptions', engine });
+    return undefined;
+  }
+
   private async doCreate(
-    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost },
+    params: { title: string; cwd: string; engine: string; approvalPolicy: ApprovalPolicy; onControllerLost: OnControllerLost; engineOptions: object | undefined; approvalTimeoutMs: number | undefined },
     idem: { key: string; fingerprint: string } | undefined,
   ): Promise<Session> {
     const id = newId('ses');
@@ -248,6 +260,8 @@ export class Runtime {
       epoch: 0,
       journalBytes: 0,
     };
+    if (params.engineOptions) meta.engineOptions = params.engineOptions;
+    if (params.approvalTimeoutMs !== undefined) meta.approvalTimeoutMs = params.approvalTimeoutMs;
     if (idem) {
       meta.createKey = idem.key;
       meta.createFingerprint = idem.fingerprint;
@@ -256,7 +270,10 @@ export class Runtime {
     this.sessions.set(id, entry);
     const dir = path.join(this.sessionsDir, id);
     try {
-      entry.host = await SessionHost.create(dir, meta, this.hostOpts, { onControllerLost: params.onControllerLost }, idem);
+      const settings: Record<string, unknown> = { onControllerLost: params.onControllerLost };
+      if (params.engineOptions) settings.engineOptions = params.engineOptions;
+      if (params.approvalTimeoutMs !== undefined) settings.approvalTimeoutMs = params.approvalTimeoutMs;
+      entry.host = await SessionHost.create(dir, meta, this.hostOpts, settings, idem);
     } catch (e) {
       // SessionHost.create left nothing on disk; nothing is left here either.
       this.sessions.delete(id);
@@ -440,8 +457,9 @@ export class Runtime {
     return this.approvals.pending(this.sessions.get(id)?.host);
   }
 
-  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }): Promise<void> {
-    return this.approvals.resolve(await this.load(id), approvalId, decision, by);
+  /** `revision`: the one the answer is for (absent: the current one); an old one or an expired approval is approval_expired. */
+  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }, revision?: number): Promise<void> {
+    return this.approvals.resolve(await this.load(id), approvalId, decision, by, revision);
   }
 
   // ---- shutdown ----

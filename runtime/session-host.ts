@@ -10,6 +10,7 @@ import { EventLog } from './event-log.js';
 import { EventTail, WIRE_OVERHEAD, type CatchUpBudget } from './event-tail.js';
 import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from './journal.js';
 import type { RuntimeLogger } from './logger.js';
+import { interruptedToolResult } from './chat/transcript.js';
 import { killOrphanGroup } from './orphans.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
 import { SessionState } from './session-state.js';
@@ -145,6 +146,9 @@ export class SessionHost implements FeedSource {
       opts.logger.warn({ sessionId: id, turnId }, 'turn was running when the daemon stopped; marking it interrupted');
       for (const a of [...host.state.approvals.values()])
         host.append('approval.resolved', { turnId: a.turnId, approvalId: a.approvalId, decision: 'deny', reason: 'interrupted: the daemon restarted' });
+      // Every tool call gets its result before the turn ends, so the next model request is valid;
+      // the command is not run again (DESIGN: nothing re-runs by itself).
+      for (const [callId, callTurnId] of [...host.state.openToolCalls]) host.append('tool.result', interruptedToolResult(callTurnId, callId));
       for (const [pid, ts] of host.state.openCommands) {
         const outcome = killOrphanGroup(pid, ts);
         opts.logger.warn({ sessionId: id, turnId, pid, outcome }, 'command of the interrupted turn: process group handled');

@@ -36,6 +36,10 @@ export interface SessionMeta {
   engine: string;
   approvalPolicy: ApprovalPolicy;
   onControllerLost?: OnControllerLost;
+  /** What the engine's parseOptions made of session/create's engineOptions (a settings record in the journal). */
+  engineOptions?: object;
+  /** An approval nobody answers within this long resolves as denied (approval_expired); absent: no expiry. */
+  approvalTimeoutMs?: number;
   archived: boolean;
   createdAt: number;
   updatedAt: number;

@@ -30,6 +30,8 @@ export class SessionState {
   readonly idempotency = new IdempotencyTable();
   /** Commands started by the running turn and not yet completed: pid → start ts (killed if the turn is found interrupted). */
   readonly openCommands = new Map<number, number>();
+  /** Tool calls (tool.call) without their tool.result yet: callId → turnId (answered 'interrupted' if the turn is found interrupted). */
+  readonly openToolCalls = new Map<string, string>();
 
   constructor(readonly meta: SessionMeta) {}
 
@@ -66,8 +68,9 @@ export class SessionState {
         if (this.runningTurn?.turnId !== e.data.turnId) this.runningTurn = { turnId: e.data.turnId, status: 'running', abort: new AbortController(), ended: false };
         break;
       case 'approval.requested': {
-        const a: ApprovalRequest = { sessionId: m.id, approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd };
+        const a: ApprovalRequest = { sessionId: m.id, approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd, revision: e.data.revision ?? 1 };
         if (e.data.reason !== undefined && e.data.reason !== null) a.reason = e.data.reason;
+        if (e.data.expiresAt !== undefined && e.data.expiresAt !== null) a.expiresAt = e.data.expiresAt;
         this.approvals.set(a.approvalId, a);
         break;
       }
@@ -82,6 +85,12 @@ export class SessionState {
         break;
       case 'command.completed':
         this.openCommands.clear();
+        break;
+      case 'tool.call':
+        this.openToolCalls.set(e.data.callId, e.data.turnId);
+        break;
+      case 'tool.result':
+        this.openToolCalls.delete(e.data.callId);
         break;
       default:
         break;
@@ -104,8 +113,10 @@ export class SessionState {
         this.meta.createFingerprint = r.fingerprint;
       }
     } else if (kind === RecordKind.settings) {
-      const s = value as { onControllerLost?: unknown };
+      const s = value as { onControllerLost?: unknown; engineOptions?: unknown; approvalTimeoutMs?: unknown };
+      if (typeof s?.approvalTimeoutMs === 'number' && s.approvalTimeoutMs > 0) this.meta.approvalTimeoutMs = s.approvalTimeoutMs;
       if (s?.onControllerLost === 'cancel' || s?.onControllerLost === 'continue') this.meta.onControllerLost = s.onControllerLost;
+      if (s?.engineOptions && typeof s.engineOptions === 'object' && !Array.isArray(s.engineOptions)) this.meta.engineOptions = s.engineOptions;
     }
     // Unknown kinds inside a supported format are skipped: they carry nothing this build needs.
     return true;

@@ -46,18 +46,49 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
       } catch (e) {
         return { status: 'failed', error: `cwd ${ctx.cwd} is not usable: ${(e as Error).message}` };
       }
-      return runCommand(ctx, shell, command, killGraceMs);
+      const r = await runShellCommand(ctx, { shell, command, cwd: ctx.cwd, killGraceMs });
+      if (r.outcome === 'not_started') return { status: 'failed', error: r.error ?? 'the command could not be started' };
+      return { status: r.outcome === 'cancelled' ? 'cancelled' : 'completed', exitCode: r.exitCode };
     },
   };
 }
 
-function runCommand(ctx: EngineContext, shell: string, command: string, killGraceMs: number): Promise<EngineResult> {
-  return new Promise<EngineResult>((resolve) => {
+export interface ShellCommand {
+  command: string;
+  cwd: string;
+  shell?: string;
+  /** Time between SIGTERM and SIGKILL to the process group on cancel (default 2 s). */
+  killGraceMs?: number;
+  /** Default: the daemon's. */
+  env?: NodeJS.ProcessEnv;
+  /** Sees every chunk of stdout and stderr as it is read (before it is emitted). */
+  onOutput?: (chunk: Buffer) => void;
+}
+
+export interface ShellCommandOutcome {
+  /** 'exited': it ran to its end (any exit code or signal); 'cancelled': killed because ctx.signal fired; 'not_started': spawn failed. */
+  outcome: 'exited' | 'cancelled' | 'not_started';
+  exitCode: number | null;
+  signal: string | null;
+  /** Why it could not be started (not_started only). */
+  error?: string;
+}
+
+/**
+ * Runs a command line as a shell turn runs it — /bin/sh -c in its own process group, its
+ * command.started / command.output / command.completed events in the turn's stream, killed (TERM,
+ * then KILL after the grace) when ctx.signal fires. The chat engine's tool calls run through this.
+ */
+export function runShellCommand(ctx: EngineContext, cmd: ShellCommand): Promise<ShellCommandOutcome> {
+  const shell = cmd.shell ?? '/bin/sh';
+  const killGraceMs = cmd.killGraceMs ?? 2000;
+  const { command, cwd } = cmd;
+  return new Promise<ShellCommandOutcome>((resolve) => {
     let child: ChildProcess;
     try {
-      child = spawn(shell, ['-c', command], { cwd: ctx.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(shell, ['-c', command], { cwd, env: cmd.env ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {
-      resolve({ status: 'failed', error: `could not start ${shell}: ${(e as Error).message}` });
+      resolve({ outcome: 'not_started', exitCode: null, signal: null, error: `could not start ${shell}: ${(e as Error).message}` });
       return;
     }
     const pid = child.pid;
@@ -68,7 +99,7 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let done = false;
 
-    if (pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command, cwd: ctx.cwd, pid });
+    if (pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command, cwd, pid });
 
     // Output read in one turn of the event loop goes out as one event (up to the chunk limit): a
     // command writing fast gets few large events, a lone line still goes out at once (setImmediate
@@ -97,6 +128,7 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
       });
     };
     const forward = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      cmd.onOutput?.(chunk);
       if (stream !== pendingStream || pendingBytes + chunk.length > LIMITS.maxOutputChunkBytes) flush();
       pendingStream = stream;
       pending.push(chunk);
@@ -133,7 +165,7 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
       if (killTimer) clearTimeout(killTimer);
       if (forceTimer) clearTimeout(forceTimer);
       if (spawnError && pid === undefined) {
-        resolve({ status: 'failed', error: `could not start ${shell}: ${spawnError.message}` });
+        resolve({ outcome: 'not_started', exitCode: null, signal: null, error: `could not start ${shell}: ${spawnError.message}` });
         return;
       }
       flush();
@@ -142,7 +174,7 @@ function runCommand(ctx: EngineContext, shell: string, command: string, killGrac
       ctx.emit('command.completed', { turnId: ctx.turnId, exitCode, signal });
       // Grandchildren that outlived the shell stay in its group; a cancel must not leave them behind.
       if (cancelled && pid !== undefined) killGroup(pid, 'SIGKILL');
-      resolve(cancelled ? { status: 'cancelled', exitCode } : { status: 'completed', exitCode });
+      resolve({ outcome: cancelled ? 'cancelled' : 'exited', exitCode, signal });
     };
     child.on('error', (e) => {
       spawnError = e;

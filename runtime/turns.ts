@@ -1,6 +1,7 @@
 // Turns: start (keyed, durable before it is acknowledged), run (the engine and its context, output
 // chunking, backpressure), cancel, and the end of a turn the disk cannot take any more. The running
 // turn itself is session state: turn.started and turn.completed set and clear it (session-state.ts).
+import * as fs from 'node:fs';
 import type { EventData, FinalTurnStatus, TurnStatus } from '../protocol/index.js';
 import { AstraError, LIMITS } from '../protocol/index.js';
 import type { Approvals } from './approvals.js';
@@ -10,6 +11,11 @@ import { newId } from './ids.js';
 import { RecordKind } from './journal.js';
 import type { RuntimeLogger } from './logger.js';
 import type { SessionHost } from './session-host.js';
+import { runShellCommand } from './shell-engine.js';
+import { chatCommandEnv } from './chat/options.js';
+import type { ChatEngineContext, ToolCommandOutcome } from './chat/context.js';
+import { OutputCapture } from './chat/tool-output.js';
+import { TRANSCRIPT_EVENT_TYPES, type RecordedEvent } from './chat/transcript.js';
 import type { RunningTurn } from './session-state.js';
 
 /** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */
@@ -22,6 +28,38 @@ export interface TurnDeps {
   approvals: Approvals;
   isClosed(): boolean;
   ended(sessionId: string, turnId: string, status: FinalTurnStatus): void;
+}
+
+/** The session's published events of the transcript's types, earliest first (chat engine: ctx.history). */
+async function readHistory(host: SessionHost): Promise<RecordedEvent[]> {
+  const out: RecordedEvent[] = [];
+  const wanted = new Set<string>(TRANSCRIPT_EVENT_TYPES);
+  for (let after = 0; ; ) {
+    const page = await host.readPublished(after, 10_000, 8 * 1024 * 1024);
+    if (page.length === 0) return out;
+    for (const s of page) {
+      const e = s.event;
+      if (wanted.has(e.type)) out.push({ type: e.type, data: e.data });
+    }
+    after = page[page.length - 1]!.seq;
+  }
+}
+
+/**
+ * A tool command of the chat engine (ctx.runCommand): run exactly as a shell turn's command, in the
+ * turn's stream, with the API key left out of its environment and only head and tail kept in memory.
+ */
+async function runToolCommand(ctx: EngineContext, req: { command: string; cwd: string; captureBytes: number }): Promise<ToolCommandOutcome> {
+  const capture = new OutputCapture(req.captureBytes);
+  try {
+    if (!fs.statSync(req.cwd).isDirectory()) return { outcome: 'not_started', exitCode: null, signal: null, output: capture.result(), error: `cwd ${req.cwd} is not a directory` };
+  } catch (e) {
+    return { outcome: 'not_started', exitCode: null, signal: null, output: capture.result(), error: `cwd ${req.cwd} is not usable: ${(e as Error).message}` };
+  }
+  const r = await runShellCommand(ctx, { command: req.command, cwd: req.cwd, env: chatCommandEnv(), onOutput: (c) => capture.push(c) });
+  const out: ToolCommandOutcome = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, output: capture.result() };
+  if (r.error !== undefined) out.error = r.error;
+  return out;
 }
 
 export class Turns {
@@ -72,12 +110,13 @@ export class Turns {
     const turnId = turn.turnId;
     const engine = this.d.engines[host.meta.engine];
     const signal = turn.abort.signal;
-    const ctx: EngineContext = {
+    const ctx: EngineContext & Pick<ChatEngineContext, 'history' | 'runCommand'> = {
       sessionId: host.id,
       turnId,
       cwd: host.meta.cwd,
       input: { text },
       approvalPolicy: host.meta.approvalPolicy,
+      engineOptions: host.meta.engineOptions ?? {},
       signal,
       emit: (type, data) => {
         if (turn.ended || this.d.isClosed()) return true;
@@ -96,6 +135,8 @@ export class Turns {
       },
       drained: () => host.drained(BACKLOG_HIGH_WATER),
       requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req),
+      history: () => readHistory(host),
+      runCommand: (req) => runToolCommand(ctx, req),
     };
     let result: EngineResult;
     try {

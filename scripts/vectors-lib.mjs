@@ -194,6 +194,11 @@ export function buildVectors(p, ipc) {
     method: 'session/create',
     params: { title: null, cwd: null, engine: null, approvalPolicy: null, idempotencyKey: null },
   }, { method: 'session/create' });
+  add('request-session-create-chat', 'A chat session: engineOptions is a map the engine checks.', C2D, 'request', {
+    id: 40,
+    method: 'session/create',
+    params: { title: 'ask the model', cwd: '/home/ada/project', engine: 'chat', approvalPolicy: 'ask', engineOptions: { model: 'llama3.1', baseUrl: 'http://127.0.0.1:11434/v1', maxSteps: 10 } },
+  }, { method: 'session/create' });
   add('response-session-create', 'A Session; optional fields runningTurnId and controller absent.', D2C, 'response', { id: 4, result: { session: session(p) } }, { method: 'session/create' });
   add('response-session-create-unicode', 'The same strings come back byte for byte.', D2C, 'response', {
     id: 5,
@@ -278,9 +283,15 @@ export function buildVectors(p, ipc) {
   add('server-request-approval', 'The daemon asks the controller; ids are the daemon\'s own.', D2C, 'request', {
     id: 1,
     method: 'approval/request',
-    params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project' },
+    params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project', revision: 1 },
+  }, { method: 'approval/request' });
+  add('server-request-approval-expiring', 'A session with approvalTimeoutMs: the request says when it expires.', D2C, 'request', {
+    id: 2,
+    method: 'approval/request',
+    params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, turnId: TURN_ID, command: 'rm -rf build', cwd: '/home/ada/project', revision: 1, expiresAt: T0 + 60000 },
   }, { method: 'approval/request' });
   add('server-response-approval', 'The client\'s answer, with the daemon\'s id.', C2D, 'response', { id: 1, result: { decision: 'approve' } }, { method: 'approval/request' });
+  add('server-response-approval-revision', 'An answer naming the revision it is for.', C2D, 'response', { id: 2, result: { decision: 'deny', revision: 1 } }, { method: 'approval/request' });
 
   // ---- notifications ----
   add('notification-session-replayed', '', D2C, 'notification', { method: 'session/replayed', params: { sessionId: SESSION_ID, throughSeq: 1 } }, { method: 'session/replayed' });
@@ -309,16 +320,20 @@ export function buildVectors(p, ipc) {
     'turn.started': { turnId: TURN_ID, input: { text: 'echo hello from python' } },
     'message.user': { turnId: TURN_ID, text: 'echo hello from python' },
     'message.delta': { turnId: TURN_ID, text: 'partial 🚀 a\u0000b' },
-    'message.completed': { turnId: TURN_ID, text: 'done' },
+    'message.completed': { turnId: TURN_ID, text: 'done', finishReason: 'stop' },
+    'tool.call': { turnId: TURN_ID, callId: 'call_1', name: 'shell', arguments: '{"command":"ls -la"}' },
+    'tool.result': { turnId: TURN_ID, callId: 'call_1', status: 'succeeded', exitCode: 0, output: 'total 0\n[exit code 0]' },
+    usage: { turnId: TURN_ID, promptTokens: 812, completionTokens: 64 },
     'command.started': { turnId: TURN_ID, command: 'echo hello from python', cwd: '/home/ada/project', pid: 51234 },
     'command.output': { turnId: TURN_ID, stream: 'stdout', data: Buffer.from('hello from python\n') },
     'command.completed': { turnId: TURN_ID, exitCode: 0, signal: null },
-    'approval.requested': { turnId: TURN_ID, approvalId: APPROVAL_ID, command: 'echo hello from python', cwd: '/home/ada/project' },
+    'approval.requested': { turnId: TURN_ID, approvalId: APPROVAL_ID, command: 'echo hello from python', cwd: '/home/ada/project', revision: 1, expiresAt: T0 + 60000 },
     'approval.resolved': { turnId: TURN_ID, approvalId: APPROVAL_ID, decision: 'approve', by: { clientName: 'astra-python', connectionId: CONNECTION_ID } },
     'lease.changed': { epoch: 1, holder: { connectionId: CONNECTION_ID, clientName: 'astra-python', pid: 4242 }, reason: 'acquired' },
     'turn.completed': { turnId: TURN_ID, status: 'completed', exitCode: 0 },
     error: { message: 'the engine crashed', reason: 'internal_error', turnId: TURN_ID },
   };
+  const chatError = { turnId: TURN_ID, code: 'model_unreachable', message: 'is a model server listening at http://127.0.0.1:11434/v1? start `ollama serve` or set ASTRA_CHAT_BASE_URL', retryable: true };
   let seq = 1;
   for (const type of p.EVENT_TYPES) {
     if (!(type in data)) throw new Error(`no test vector for event type ${type}: add one to scripts/vectors-lib.mjs`);
@@ -339,6 +354,14 @@ export function buildVectors(p, ipc) {
     method: 'session/event',
     params: event(seq++, 'turn.completed', { turnId: TURN_ID, status: 'failed', exitCode: null, error: 'spawn /bin/sh ENOENT' }),
   }, { method: 'session/event', eventType: 'turn.completed' });
+  add('event-error-chat', 'A chat engine fault: code and retryable, no reason.', D2C, 'notification', {
+    method: 'session/event',
+    params: event(seq++, 'error', chatError),
+  }, { method: 'session/event', eventType: 'error' });
+  add('event-tool.result-denied', 'A denied tool call: exitCode absent.', D2C, 'notification', {
+    method: 'session/event',
+    params: event(seq++, 'tool.result', { turnId: TURN_ID, callId: 'call_2', status: 'denied', output: '[not run: the user denied this command]' }),
+  }, { method: 'session/event', eventType: 'tool.result' });
   add('event-turn.completed-cancelled', 'exitCode absent.', D2C, 'notification', {
     method: 'session/event',
     params: event(seq++, 'turn.completed', { turnId: TURN_ID, status: 'cancelled' }),

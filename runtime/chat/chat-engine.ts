@@ -5,23 +5,25 @@
 // the model answers without a tool call, the turn is cancelled, a fault ends it, or maxSteps requests
 // have been made.
 import * as path from 'node:path';
+import { isAstraError, type EventData } from '../../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from '../engine.js';
 import { isChatEngineContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
 import { ModelCancelledError, ModelError, streamChatCompletion } from './model-stream.js';
-import { CHAT_CONFIG_DEFAULTS, type ChatEngineConfig } from './options.js';
+import { CHAT_CONFIG_DEFAULTS, parseChatOptions, type ChatEngineConfig } from './options.js';
 import { formatToolOutput } from './tool-output.js';
 import { DEFAULT_SYSTEM_PROMPT, buildTranscript } from './transcript.js';
 
 type ChatEmit = <T extends ChatEventType>(type: T, data: ChatEventData[T]) => boolean;
 
-/**
- * protocol/ does not know tool.call, tool.result, usage, message.completed.finishReason or error.code
- * yet; this is the one place that passes them through EngineContext.emit's narrower type.
- */
+// Fails to compile if a ChatEventData shape stops fitting protocol/'s: the cast below is then wrong.
+type Fits = { [K in ChatEventType]: ChatEventData[K] extends EventData<K> ? true : never };
+const FITS: Fits = { 'message.delta': true, 'message.completed': true, 'tool.call': true, 'tool.result': true, usage: true, error: true };
+void FITS;
+
+/** EngineContext.emit, held to the fields the engine always sets (ChatEventData). */
 function chatEmitter(ctx: EngineContext): ChatEmit {
-  const emit = ctx.emit as unknown as (type: string, data: unknown) => boolean;
-  return (type, data) => emit.call(ctx, type, data);
+  return <T extends ChatEventType>(type: T, data: ChatEventData[T]) => ctx.emit<T>(type, data as unknown as EventData<T>);
 }
 
 type Answer =
@@ -37,10 +39,14 @@ interface ToolRun {
   cancelled?: true;
 }
 
-/** One engine for the daemon; each session's model, URL and limits come in ctx.engineOptions. */
-export function createChatEngine(config: Partial<ChatEngineConfig> = {}): Engine {
+/**
+ * One engine for the daemon; each session's model, URL and limits come in ctx.engineOptions, checked
+ * at session/create against `env`'s defaults (ASTRA_CHAT_MODEL, ASTRA_CHAT_BASE_URL).
+ */
+export function createChatEngine(config: Partial<ChatEngineConfig> = {}, env: Record<string, string | undefined> = process.env): Engine {
   const cfg: ChatEngineConfig = { ...CHAT_CONFIG_DEFAULTS, ...config };
   return {
+    parseOptions: (raw) => parseChatOptions(raw, env),
     async runTurn(base: EngineContext): Promise<EngineResult> {
       if (!isChatEngineContext(base))
         return { status: 'failed', error: "the chat engine needs the runtime's history() and runCommand() (ChatEngineContext), which this daemon does not provide: upgrade Astra" };
@@ -197,6 +203,7 @@ async function runTool(ctx: ChatEngineContext, cfg: ChatEngineConfig, call: Tool
       decision = await ctx.requestApproval({ command, cwd });
     } catch (e) {
       if (ctx.signal.aborted) return { status: 'interrupted', output: '[not run: the user cancelled the turn while it waited for approval]', cancelled: true };
+      if (isAstraError(e) && e.reason === 'approval_expired') return { status: 'denied', output: `[not run: the approval expired — ${e.message.replace(/^The approval expired: /, '').replace(/\.$/, '')}; ask again if it is still needed]` };
       return { status: 'failed', output: `[not run: approval could not be asked (${(e as Error).message})]` };
     }
     if (decision !== 'approve') return { status: 'denied', output: '[not run: the user denied this command]' };

@@ -1,5 +1,5 @@
 // The Chat Completions shapes the engine sends (messages, the one tool) and the chat engine's own
-// events, which protocol/ does not have yet (the lead adds them to protocol/types.ts).
+// events in the exact shapes it emits (each a narrowing of protocol/'s EVENT_DATA entry).
 
 export interface ToolCall {
   id: string;
@@ -35,13 +35,10 @@ export const SHELL_TOOL = {
   },
 } as const;
 
-export const TOOL_RESULT_STATUSES = ['succeeded', 'failed', 'denied', 'interrupted'] as const;
-export type ToolResultStatus = (typeof TOOL_RESULT_STATUSES)[number];
+export { TOOL_RESULT_STATUSES, type ToolResultStatus } from '../../protocol/index.js';
+import type { ToolResultStatus } from '../../protocol/index.js';
 
-/**
- * The events the chat engine emits beyond protocol/'s today. `message.completed` gains
- * `finishReason`; `error` gains `code` and `retryable`.
- */
+/** The events the chat engine emits, with the fields it always sets. */
 export interface ChatEventData {
   'message.delta': { turnId: string; text: string };
   'message.completed': { turnId: string; text: string; finishReason: string };

@@ -67,7 +67,7 @@ describe('the chat engine in the runtime', () => {
     let { rt, ended } = await open();
     const s = await rt.createSession({ engine: 'chat', cwd, approvalPolicy: 'auto', engineOptions: { model: 'llama3.1' } });
     const { turnId } = await rt.startTurn(s.id, { text: 'what is here?' }, 'k1');
-    await waitFor(() => ended.get(turnId), 'the first turn to end');
+    await waitFor('the first turn to end', () => ended.get(turnId));
     expect(ended.get(turnId)).toBe('completed');
     const first = (await events(rt, s.id)).map((e) => e.type).filter((t) => t !== 'message.delta');
     expect(first).toEqual([
@@ -82,7 +82,7 @@ describe('the chat engine in the runtime', () => {
     ({ rt, ended } = await open());
     cleanups.push(() => rt.close());
     const second = await rt.startTurn(s.id, { text: 'thanks' }, 'k2');
-    await waitFor(() => ended.get(second.turnId), 'the second turn to end');
+    await waitFor('the second turn to end', () => ended.get(second.turnId));
     const sent = server.requests[2]!.body as { model: string; messages: { role: string; content: string | null; tool_call_id?: string }[] };
     expect(sent.model).toBe('llama3.1');
     expect(sent.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user']);
@@ -125,7 +125,7 @@ describe('the chat engine in the runtime', () => {
     const s = await rt.createSession({ engine: 'chat', cwd, approvalTimeoutMs: 300, engineOptions: { model: 'llama3.1' } });
     const before = Date.now();
     const { turnId } = await rt.startTurn(s.id, { text: 'list it' }, 'k1');
-    await waitFor(() => ended.get(turnId), 'the turn to end');
+    await waitFor('the turn to end', () => ended.get(turnId));
     expect(asked).toHaveLength(1);
     expect(asked[0]!.revision).toBe(1);
     expect(asked[0]!.expiresAt).toBeGreaterThanOrEqual(before + 300);
@@ -148,12 +148,12 @@ describe('the chat engine in the runtime', () => {
     rt.on('approvalRequested', (a) => asked.push(a));
     const s = await rt.createSession({ engine: 'chat', cwd, engineOptions: { model: 'llama3.1' } });
     const { turnId } = await rt.startTurn(s.id, { text: 'list it' }, 'k1');
-    await waitFor(() => asked[0], 'the approval request');
+    await waitFor('the approval request', () => asked[0]);
     expect((await events(rt, s.id)).find((e) => e.type === 'approval.requested')!.data).not.toHaveProperty('expiresAt');
     const stale = await rt.resolveApproval(s.id, asked[0]!.approvalId, 'approve', undefined, 2).catch((e: unknown) => e);
     expect(isAstraError(stale) && stale.reason).toBe('approval_expired');
     await rt.resolveApproval(s.id, asked[0]!.approvalId, 'approve', undefined, 1);
-    await waitFor(() => ended.get(turnId), 'the turn to end');
+    await waitFor('the turn to end', () => ended.get(turnId));
     expect((await events(rt, s.id)).find((e) => e.type === 'tool.result')!.data).toMatchObject({ status: 'succeeded' });
   });
 });

@@ -362,9 +362,8 @@ class Attach {
       });
     } else {
       // Without raw mode the terminal (or the parent) turns Ctrl-C into SIGINT.
-      const onSigint = () => this.onKey('ctrl-c');
-      process.on('SIGINT', onSigint);
-      this.cleanups.push(() => process.off('SIGINT', onSigint));
+      // Kept until exit, for the reason watchTerminal gives; after leaving, onKey does nothing.
+      process.on('SIGINT', () => this.onKey('ctrl-c'));
     }
     const onData = (d: Buffer | string) => this.onData(typeof d === 'string' ? d : d.toString('utf8'));
     const onEnd = () => void this.detach('end of input');
@@ -393,11 +392,11 @@ class Attach {
     process.on('SIGHUP', onHup);
     this.io.stdout.on('error', onGone);
     this.io.stdin.on('error', onGone);
-    // The error handlers stay: late errors of a closed terminal must not crash a process on its way out.
-    this.cleanups.push(() => {
-      process.off('SIGTERM', onTerm);
-      process.off('SIGHUP', onHup);
-    });
+    // These handlers stay until the process exits (detach runs once: later calls do nothing). The
+    // error handlers: late errors of a closed terminal must not crash a process on its way out. The
+    // signal handlers: proper-lockfile (loaded when this process started the daemon) brings
+    // signal-exit, which re-raises a signal that no other listener takes — removing ours at the start
+    // of leaving would let a SIGHUP kill the process before it released control.
   }
 
   private onData(text: string): void {

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runIpcBench } from './ipc/ipc-bench.js';
 import { runJournalBench } from './journal/journal-bench.js';
+import { CHAT_OBSERVERS, LONG_TOKENS, runChatBench, type ChatFigures } from './chat/chat-bench.js';
 import { DaemonProc } from './daemon-proc.js';
 import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
 import { CLI, HERE, PAR_IN_FLIGHT, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child } from './lib.js';
@@ -34,7 +35,7 @@ const FLOOD_EVENTS = 50_000;
 const STARTUP_REPEATS = 5;
 const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
 /**
- * BENCH_ONLY=peers,astra,cold,fan,startup,memory,journal,ipc runs a subset (for profiling); the
+ * BENCH_ONLY=peers,astra,cold,fan,startup,memory,journal,ipc,chat runs a subset (for profiling); the
  * default is all. BENCH_ONLY=rt runs only the round trips of bare and Astra, beside each other
  * (the full run measures them in `peers` and `astra`).
  */
@@ -507,6 +508,12 @@ async function main(): Promise<void> {
     ipc = await runIpcBench((l) => log(`  ${l}`));
   }
 
+  let chat: ChatFigures | undefined;
+  if (runs('chat')) {
+    log('chat engine against a generating fake model server');
+    chat = await runChatBench((l) => log(l));
+  }
+
   const nodeMs = med('startup.nodeMs', 'astra') ?? NaN;
   const figures: Figure[] = [
     figure('rt.p50us', 'round trip, 1 in flight, p50', 'µs', 'lower', '≤ 1.2× bare', (_a, r) => r !== undefined && r <= 1.2),
@@ -547,6 +554,16 @@ async function main(): Promise<void> {
     jf('ipc.p50', 'ipc layer alone: round trip p50', 'µs', 'lower', ipc['ipc.p50']!, ipc['bare.p50']!, '', true),
     jf('ipc.eventsPerSec', 'ipc layer alone: 200,000-event stream', 'events/s', 'higher', ipc['ipc.eventsPerSec']!, ipc['bare.eventsPerSec']!, '', true),
   );
+  // The chat rows' baseline is a direct reader of the fake model server (in the bare column).
+  if (chat) {
+    const slowest = Math.min(...chat.observerTokensPerSec);
+    figures.push(
+      jf('chat.firstTokenP50ms', 'chat: model server\'s first byte → first message.delta, p50 (bare: direct reader)', 'ms', 'lower', chat.firstP50ms, chat.directFirstP50ms, '≤ bare + 1 ms', chat.firstP50ms - chat.directFirstP50ms <= 1),
+      jf('chat.firstTokenP99ms', 'chat: the same, p99', 'ms', 'lower', chat.firstP99ms, chat.directFirstP99ms, '', true),
+      jf('chat.slowestObserverTokensPerSec', `chat: ${LONG_TOKENS.toLocaleString('en-US')}-token answer to ${CHAT_OBSERVERS} observers, slowest (bare: direct reader)`, 'tokens/s', 'higher', slowest, chat.directTokensPerSec, '≥ 0.9× bare', slowest / chat.directTokensPerSec >= 0.9),
+      jf('chat.medianObserverTokensPerSec', 'chat: the same, median observer', 'tokens/s', 'higher', median(chat.observerTokensPerSec), chat.directTokensPerSec, '', true),
+    );
+  }
   for (const f of figures) if (f.target === '') f.pass = undefined;
 
   const durationSec = (wallMs() - t0) / 1000;
@@ -571,7 +588,7 @@ async function main(): Promise<void> {
     log('a partial run (BENCH_ONLY): REPORT.md and results.json left as they were');
     return;
   }
-  fs.writeFileSync(path.join(SRC_BENCH, 'results.json'), JSON.stringify({ ...meta, figures, samples, journal, ipc }, null, 2) + '\n');
+  fs.writeFileSync(path.join(SRC_BENCH, 'results.json'), JSON.stringify({ ...meta, figures, samples, journal, ipc, chat }, null, 2) + '\n');
   writeReportTable(figures, meta);
 }
 

@@ -1,0 +1,134 @@
+// One process of the chat rows (bench/chat/chat-bench.ts), chosen by argv; one JSON object per stdout line.
+//   direct-first <baseUrl> <n> <warmup>       n short answers read straight from the server: ms after its first byte
+//   astra-first <home> <n> <warmup>           the same through a chat session: ms to the first message.delta
+//   direct-stream <baseUrl> <tokens>          one long answer read straight from the server: its end, tokens seen
+//   astra-observe <home> <sessionId> <seq>    an observer of a chat session: the end of the answer, tokens seen
+// Both kinds of reader parse the SSE stream (the direct one as the engine must), so the difference is Astra.
+import { AstraClient } from '../../client/index.js';
+import type { SessionEvent } from '../../protocol/index.js';
+import { tell, wallMs } from '../lib.js';
+import { TOKEN } from './model-gen.js';
+
+const request = (baseUrl: string, text: string) =>
+  fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'bench', stream: true, messages: [{ role: 'user', content: text }] }),
+  });
+
+/** Reads one streamed answer; `onContent(chars)` once per chunk read that carried content. */
+async function readSse(baseUrl: string, text: string, onContent: (chars: number) => void): Promise<void> {
+  const res = await request(baseUrl, text);
+  if (!res.ok || !res.body) throw new Error(`the bench model server answered ${res.status}`);
+  const decoder = new TextDecoder();
+  let buf = '';
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let chars = 0;
+    for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+      const ev = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
+      const content = (JSON.parse(ev.slice(6)) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content;
+      if (content) chars += content.length;
+    }
+    if (chars) onContent(chars);
+  }
+}
+
+async function firstBytes(baseUrl: string): Promise<number[]> {
+  return (await (await fetch(baseUrl.replace(/\/v1$/, '/__firstbytes'))).json()) as number[];
+}
+
+const connect = (home: string, name: string) => AstraClient.connect({ clientName: name, home, autoStart: false, reconnect: false });
+
+async function main([role, ...args]: string[]): Promise<void> {
+  switch (role) {
+    case 'direct-first': {
+      const [baseUrl, n, warmup] = [args[0]!, Number(args[1]), Number(args[2])];
+      const seen: number[] = [];
+      for (let i = 0; i < warmup + n; i++) {
+        let first = 0;
+        await readSse(baseUrl, 'tokens=3', () => (first ||= wallMs()));
+        seen.push(first);
+      }
+      const fb = await firstBytes(baseUrl);
+      tell({ ms: seen.slice(warmup).map((t, i) => t - fb[warmup + i]!) });
+      return;
+    }
+    case 'astra-first': {
+      const [home, n, warmup] = [args[0]!, Number(args[1]), Number(args[2])];
+      const client = await connect(home, 'bench-chat-first');
+      const { session } = await client.session.create({ title: 'bench chat first token', engine: 'chat', approvalPolicy: 'auto' });
+      await client.acquireController(session.id);
+      const baseUrl = String(process.env.ASTRA_CHAT_BASE_URL);
+      await firstBytes(baseUrl);
+      let onEvent: (ev: SessionEvent) => void = () => {};
+      const sub = await client.subscribe(session.id, { sinceSeq: session.headSeq, onEvent: (ev) => onEvent(ev) });
+      const seen: number[] = [];
+      for (let i = 0; i < warmup + n; i++) {
+        let first = 0;
+        const done = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`a chat turn did not complete within 30 s; see the daemon's log under ${home}/logs`)), 30_000);
+          onEvent = (ev) => {
+            if (ev.type === 'message.delta') first ||= wallMs();
+            else if (ev.type === 'turn.completed') {
+              clearTimeout(timer);
+              const status = (ev.data as { status?: string }).status;
+              if (status !== 'completed') reject(new Error(`a chat turn ended ${status}: ${JSON.stringify(ev.data)}`));
+              else resolve();
+            }
+          };
+        });
+        await client.turn.start({ sessionId: session.id, input: { text: 'tokens=3' } });
+        await done;
+        seen.push(first);
+      }
+      const fb = await firstBytes(baseUrl);
+      tell({ ms: seen.slice(warmup).map((t, i) => t - fb[warmup + i]!) });
+      await sub.close();
+      await client.close();
+      return;
+    }
+    case 'direct-stream': {
+      const [baseUrl, tokens] = [args[0]!, Number(args[1])];
+      let chars = 0;
+      await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
+      tell({ endMs: wallMs(), tokens: chars / TOKEN.length });
+      return;
+    }
+    case 'astra-observe': {
+      const [home, sessionId, seq] = [args[0]!, args[1]!, Number(args[2])];
+      const client = await connect(home, 'bench-chat-observer');
+      let chars = 0;
+      let resolveDone!: (endMs: number) => void;
+      const done = new Promise<number>((r) => (resolveDone = r));
+      const sub = await client.subscribe(sessionId, {
+        sinceSeq: seq,
+        onEvent: (ev) => {
+          if (ev.type === 'message.delta') chars += (ev.data as { text: string }).text.length;
+          else if (ev.type === 'message.completed') resolveDone(wallMs());
+        },
+      });
+      tell({ ready: true });
+      const endMs = await done;
+      tell({ endMs, tokens: chars / TOKEN.length });
+      await sub.close();
+      await client.close();
+      return;
+    }
+    default:
+      throw new Error(`unknown chat bench role "${role}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (e: unknown) => {
+    tell({ error: e instanceof Error ? e.message : String(e) });
+    process.exit(1);
+  },
+);

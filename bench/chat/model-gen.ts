@@ -1,0 +1,74 @@
+// A fake OpenAI-compatible model server for the chat rows of the benchmark, run as its own process:
+// it generates its answers instead of replaying fixtures (test/fixtures/model-server cannot express a
+// 50,000-token stream). The last user message says what to answer: `tokens=N` streams N tokens, one
+// per SSE chunk (one write each, awaiting drain), then finish_reason stop, usage and [DONE]. It records
+// the wall time of each answer's first body byte (the first token's write), so a reader in another
+// process can measure from it: GET /__firstbytes returns them in request order and clears them.
+//   node dist/bench/chat/model-gen.js   → prints {"port","baseUrl","pid"} as one line
+import * as http from 'node:http';
+import { wallMs } from '../lib.js';
+
+export const TOKEN = 'tok '; // 4 characters per token: a reader counts tokens by length
+const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1767225600, model: 'bench', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+function tokensAsked(body: unknown): number {
+  const messages = (body as { messages?: { role?: string; content?: unknown }[] } | undefined)?.messages ?? [];
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  const m = /tokens=(\d+)/.exec(String(last?.content ?? ''));
+  return m ? Number(m[1]) : 3;
+}
+
+async function answer(res: http.ServerResponse, tokens: number, firstBytes: number[]): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.flushHeaders();
+  for (let i = 0; i < tokens; i++) {
+    if (res.destroyed) return;
+    const text = chunk(i === 0 ? { role: 'assistant', content: TOKEN } : { content: TOKEN });
+    if (i === 0) firstBytes.push(wallMs());
+    if (!res.write(text)) await new Promise((r) => res.once('drain', r));
+  }
+  res.write(chunk({}, 'stop'));
+  res.write(`data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1767225600, model: 'bench', choices: [], usage: { prompt_tokens: 10, completion_tokens: tokens, total_tokens: tokens + 10 } })}\n\n`);
+  res.end('data: [DONE]\n\n');
+}
+
+export function serve(): Promise<http.Server> {
+  let firstBytes: number[] = [];
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      if (req.url === '/__firstbytes') {
+        const fb = firstBytes;
+        firstBytes = [];
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(fb));
+        return;
+      }
+      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error' } }));
+        return;
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(parts).toString('utf8'));
+      } catch {
+        body = undefined;
+      }
+      void answer(res, tokensAsked(body), firstBytes);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
+
+if (process.argv[1]?.endsWith('model-gen.js')) {
+  const server = await serve();
+  const port = (server.address() as import('node:net').AddressInfo).port;
+  process.stdout.write(JSON.stringify({ port, baseUrl: `http://127.0.0.1:${port}/v1`, pid: process.pid }) + '\n');
+  process.on('SIGTERM', () => process.exit(0));
+}

@@ -10,6 +10,11 @@ session/subscribe -> lease/acquire -> turn/start (approvalPolicy 'ask') -> appro
 approval/request -> print session/event notifications until turn.completed.
 
     python3 astra_client.py [--command 'echo hello from python'] [--deny] [--json] [--trace-frames] [--timeout 30]
+    python3 astra_client.py --engine chat --model llama3.1 [--base-url URL] --command 'list the files here'
+
+A chat turn prints message.delta/message.completed (with its finishReason), tool.call, tool.result,
+usage and error (code, retryable) events as readable lines; an event type it does not know prints
+as its JSON data.
 
 Exit status: 0 when the turn completed, 1 on an error (the message says what to do), 3 when no
 daemon is running (start one with `astra daemon start`).
@@ -298,14 +303,38 @@ def _jsonable(value):
     return value
 
 
+def _short(text, limit=200):
+    text = str(text).replace("\n", "\\n")
+    return text if len(text) <= limit else text[:limit] + "... (%d chars)" % len(text)
+
+
 def _describe(event):
+    """One readable line for an event. Types this client does not know print as their JSON data, so a
+    newer daemon's events never fail it (the protocol adds event types without a version bump)."""
     data = event.get("data") or {}
-    if event["type"] == "command.output" and isinstance(data.get("data"), bytes):
+    if not isinstance(data, dict):
+        return json.dumps(_jsonable(data), ensure_ascii=False, sort_keys=True)
+    kind = event.get("type")
+    if kind == "command.output" and isinstance(data.get("data"), bytes):
         return "%s %s" % (data.get("stream"), data["data"].decode("utf-8", "replace").rstrip("\n"))
+    if kind == "message.delta":
+        return _short(data.get("text", ""))
+    if kind == "message.completed":
+        return "(%s) %s" % (data.get("finishReason") or "no finish reason", _short(data.get("text", "")))
+    if kind == "tool.call":
+        return "%s %s %s" % (data.get("callId"), data.get("name"), _short(data.get("arguments", "")))
+    if kind == "tool.result":
+        code = data.get("exitCode")
+        return ("%s %s%s %s" % (data.get("callId"), data.get("status"), "" if code is None else " exit %s" % code,
+                                _short(data.get("output", "")))).rstrip()
+    if kind == "usage":
+        return "prompt %s tokens, completion %s tokens" % (data.get("promptTokens"), data.get("completionTokens"))
+    if kind == "error":
+        return "%s (%s): %s" % (data.get("code"), "retryable" if data.get("retryable") else "not retryable", data.get("message"))
     return json.dumps(_jsonable(data), ensure_ascii=False, sort_keys=True)
 
 
-def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.stdout, trace=None):
+def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.stdout, trace=None, engine=None, engine_options=None):
     deadline = time.monotonic() + timeout
 
     def left():
@@ -331,7 +360,12 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
             return {"decision": decision}
 
         conn.on_server_request("approval/request", approve)
-        session = conn.request("session/create", {"title": "python client", "cwd": os.getcwd(), "approvalPolicy": "ask"}, timeout=left())["session"]
+        create = {"title": "python client", "cwd": os.getcwd(), "approvalPolicy": "ask"}
+        if engine:
+            create["engine"] = engine
+        if engine_options:
+            create["engineOptions"] = engine_options
+        session = conn.request("session/create", create, timeout=left())["session"]
         sid = session["id"]
         emit("session", session, "session %s created" % sid)
         lease = conn.request("lease/acquire", {"sessionId": sid}, timeout=left())
@@ -360,16 +394,22 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Run one shell turn on the Astra daemon and print its events.")
-    parser.add_argument("--command", default="echo hello from python", help="the command line to run (default: %(default)s)")
+    parser = argparse.ArgumentParser(description="Run one turn on the Astra daemon and print its events.")
+    parser.add_argument("--command", default="echo hello from python", help="the turn's input: a command line for the shell engine, a message for chat (default: %(default)s)")
+    parser.add_argument("--engine", choices=["shell", "chat"], help="the session's engine (default: the daemon's, shell)")
+    parser.add_argument("--model", help="chat: the model name (default: the daemon's ASTRA_CHAT_MODEL)")
+    parser.add_argument("--base-url", help="chat: the server's API base, e.g. http://127.0.0.1:11434/v1")
     parser.add_argument("--deny", action="store_true", help="deny the approval instead of approving it")
     parser.add_argument("--json", action="store_true", help="print one JSON object per line (bytes as {\"$bin\": base64})")
     parser.add_argument("--trace-frames", action="store_true", help="log every frame (hex and meaning) to stderr")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the turn (default: %(default)s)")
     args = parser.parse_args(argv)
+    options = {k: v for k, v in (("model", args.model), ("baseUrl", args.base_url)) if v}
+    if options and args.engine != "chat":
+        parser.error("--model and --base-url are for --engine chat")
     try:
         result = run_turn(args.command, "deny" if args.deny else "approve", args.json, args.timeout,
-                          trace=sys.stderr if args.trace_frames else None)
+                          trace=sys.stderr if args.trace_frames else None, engine=args.engine, engine_options=options or None)
     except AstraError as e:
         sys.stderr.write("astra_client: %s\n" % e)
         return 3 if e.reason == "daemon_not_running" else 1

@@ -9,6 +9,7 @@ import * as ipc from '../../ipc/index.js';
 import { ROOT, cleanupHome, envFor, isAlive, makeHome, readRecordFile, runCli, runCommand } from '../helpers/processes.js';
 import { PYTHON_MSGPACK, pythonWithMsgpack, skipWithout } from '../helpers/system-tools.js';
 import { fromMeaning, maxFrameMessage, renderVector, type WireVector } from '../../scripts/vectors-lib.mjs';
+import { startModelServer, type ModelServer } from '../fixtures/model-server/server.mjs';
 
 const CLIENT = path.join(ROOT, 'clients', 'python', 'astra_client.py');
 const CHECK_VECTORS = path.join(ROOT, 'clients', 'python', 'check_vectors.py');
@@ -33,9 +34,12 @@ interface WireEvent {
 }
 
 let home: string | undefined;
+let modelServer: ModelServer | undefined;
 const pids: number[] = [];
 
 afterEach(async () => {
+  await modelServer?.close();
+  modelServer = undefined;
   if (home) {
     const record = readRecordFile(home);
     if (record && isAlive(record.pid)) pids.push(record.pid);
@@ -96,6 +100,36 @@ describe.skipIf(skipPython)('the Python client', () => {
     ];
     expect(order).toEqual([...order].sort((a, b) => a - b));
     expect(events.at(-1)!.type).toBe('turn.completed');
+  });
+
+  it('prints a chat turn\'s tool call, tool result, usage and finish reasons as readable lines', async () => {
+    const python = requirePython();
+    modelServer = await startModelServer({ script: ['tool-call', 'final-answer'] });
+    home = makeHome('apy');
+    const env = envFor(home);
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, `astra daemon start failed: ${started.stderr}`).toBe(0);
+    pids.push(readRecordFile(home)!.pid);
+
+    const args = [CLIENT, '--engine', 'chat', '--model', 'fake-model', '--base-url', modelServer.baseUrl, '--command', 'what is here?', '--timeout', '30'];
+    const out = await run(python, args, { ...env, PYTHONDONTWRITEBYTECODE: '1' }, 45_000, pids);
+    expect(out.code, `the Python client failed:\n${out.stderr}\n${out.stdout}`).toBe(0);
+    const lines = out.stdout.trim().split('\n');
+    const line = (pattern: RegExp): number => {
+      const i = lines.findIndex((l) => pattern.test(l));
+      expect(i, `no line matching ${pattern} in:\n${out.stdout}`).toBeGreaterThanOrEqual(0);
+      return i;
+    };
+    const order = [
+      line(/^approval asked for 'ls -1'/),
+      line(/^#\d+ message\.completed \(tool_calls\) $/),
+      line(/^#\d+ usage prompt 120 tokens, completion 18 tokens$/),
+      line(/^#\d+ tool\.call call_abc123 shell \{"command": "ls -1", "cwd": "\."\}$/),
+      line(/^#\d+ tool\.result call_abc123 succeeded exit 0 .*package\.json/),
+      line(/^#\d+ message\.completed \(stop\) The directory has two files\.$/),
+      line(/^#\d+ turn\.completed .*"status": "completed"/),
+    ];
+    expect(order.slice(2)).toEqual([...order.slice(2)].sort((a, b) => a - b));
   });
 
   it('says how to start a daemon when none is running, and exits 3', async () => {

@@ -9,11 +9,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AstraClient } from '../../client/index.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CLI = path.resolve(HERE, '..', '..', 'cli', 'main.js');
 const COUNT = Number(process.env.BENCH_WEB_EVENTS ?? 100_000);
 const SIZE = 200;
+const REPEAT = Math.max(1, Number(process.env.BENCH_WEB_REPEAT ?? 3));
 const children: ChildProcess[] = [];
 
 function sleep(ms: number): Promise<void> {
@@ -84,6 +86,30 @@ async function gatewayRun(port: number, cookie: string, readers: number): Promis
   return (COUNT * readers) / ((Math.max(...ends) - t0) / 1000);
 }
 
+/**
+ * The ceiling for any gateway: the same events read straight from the daemon by as many AstraClient
+ * subscriptions (one connection each, as the gateway's tabs have), without HTTP or JSON.
+ */
+async function directRun(env: NodeJS.ProcessEnv, readers: number): Promise<number> {
+  const clients = await Promise.all(Array.from({ length: readers }, (_, i) => AstraClient.connect({ clientName: `bench direct ${i}`, env })));
+  try {
+    const { session } = await clients[0]!.session.create({ title: `bench direct ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
+    await clients[0]!.acquireController(session.id);
+    const ends: Array<Promise<number>> = [];
+    for (const c of clients) {
+      let markDone!: (t: number) => void;
+      ends.push(new Promise<number>((r) => (markDone = r)));
+      await c.subscribe(session.id, { sinceSeq: 0, onEvent: (e) => e.type === 'turn.completed' && markDone(performance.now()) });
+    }
+    const t0 = performance.now();
+    await clients[0]!.turn.start({ sessionId: session.id, input: { text: `count=${COUNT} size=${SIZE} batch=1000` }, idempotencyKey: `direct-${readers}-${Date.now()}` });
+    const done = await Promise.all(ends);
+    return (COUNT * readers) / ((Math.max(...done) - t0) / 1000);
+  } finally {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  }
+}
+
 async function bareRun(readers: number): Promise<number> {
   const child = spawn(process.execPath, [path.join(HERE, 'bare-sse.js'), String(COUNT), String(SIZE)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
@@ -143,7 +169,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', abort);
   process.once('SIGTERM', abort);
-  const gw = spawn(process.execPath, [CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_WEB_CPU_PROF=<dir>: the gateway writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const prof = process.env.BENCH_WEB_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WEB_CPU_PROF}`] : [];
+  const gw = spawn(process.execPath, [...prof, CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(gw);
   let out = '';
   gw.stdout!.on('data', (d) => (out += d));
@@ -160,14 +188,30 @@ async function main(): Promise<void> {
       r.end(body);
     });
     const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
+    // BENCH_WEB_REPEAT runs of each (gateway, bare, direct back to back): ratios of the same run, with their spread.
     for (const readers of [1, 16]) {
-      process.stderr.write(`bench: ${readers} reader(s) on the gateway\n`);
-      const gateway = await gatewayRun(port, cookie, readers);
-      process.stderr.write(`bench: ${readers} reader(s) on the bare server\n`);
-      const bare = await bareRun(readers);
-      results[`readers${readers}`] = { gatewayEventsPerSec: Math.round(gateway), bareEventsPerSec: Math.round(bare), ratio: Number((gateway / bare).toFixed(2)), target: 0.8 };
+      const runs: Array<{ gateway: number; bare: number; direct: number }> = [];
+      for (let rep = 0; rep < REPEAT; rep++) {
+        process.stderr.write(`bench: ${readers} reader(s), run ${rep + 1}/${REPEAT}: gateway, bare server, direct daemon clients\n`);
+        const gateway = await gatewayRun(port, cookie, readers);
+        const bare = await bareRun(readers);
+        const direct = await directRun(env, readers);
+        runs.push({ gateway, bare, direct });
+      }
+      const ratios = (f: (r: { gateway: number; bare: number; direct: number }) => number): { median: number; min: number; max: number } => {
+        const xs = runs.map(f);
+        const r2 = (x: number): number => Number(x.toFixed(2));
+        return { median: r2(percentile(xs, 50)), min: r2(Math.min(...xs)), max: r2(Math.max(...xs)) };
+      };
+      results[`readers${readers}`] = {
+        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct) })),
+        gatewayOfBare: ratios((r) => r.gateway / r.bare),
+        directOfBare: ratios((r) => r.direct / r.bare),
+        gatewayOfDirect: ratios((r) => r.gateway / r.direct),
+        target: 0.8,
+      };
     }
-    results.emitToRenderMs = await renderLatency(env, `http://127.0.0.1:${port}`);
+    if (process.env.BENCH_WEB_RENDER !== '0') results.emitToRenderMs = await renderLatency(env, `http://127.0.0.1:${port}`);
     process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
   } finally {
     for (const c of children) c.kill('SIGINT');

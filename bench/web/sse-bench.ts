@@ -74,6 +74,16 @@ function reader(port: number, p: string, cookie: string, waitReplayed: boolean):
   return { ready, done };
 }
 
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks at USER_HZ = 100
+  } catch {
+    return NaN;
+  }
+}
+
 async function gatewayRun(port: number, cookie: string, readers: number): Promise<number> {
   const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'r0', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
   await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'r0', {});
@@ -190,24 +200,31 @@ async function main(): Promise<void> {
     const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
     // BENCH_WEB_REPEAT runs of each (gateway, bare, direct back to back): ratios of the same run, with their spread.
     for (const readers of [1, 16]) {
-      const runs: Array<{ gateway: number; bare: number; direct: number }> = [];
+      const runs: Array<{ gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number }> = [];
       for (let rep = 0; rep < REPEAT; rep++) {
         process.stderr.write(`bench: ${readers} reader(s), run ${rep + 1}/${REPEAT}: gateway, bare server, direct daemon clients\n`);
+        const cpu0 = cpuMs(gw.pid!);
         const gateway = await gatewayRun(port, cookie, readers);
+        // The gateway's own CPU per delivered event: steadier than events/s on a loaded machine.
+        const gatewayCpuUsPerEvent = ((cpuMs(gw.pid!) - cpu0) * 1000) / (COUNT * readers);
         const bare = await bareRun(readers);
         const direct = await directRun(env, readers);
-        runs.push({ gateway, bare, direct });
+        runs.push({ gateway, bare, direct, gatewayCpuUsPerEvent });
       }
-      const ratios = (f: (r: { gateway: number; bare: number; direct: number }) => number): { median: number; min: number; max: number } => {
+      const ratios = (f: (r: { gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number }) => number): { median: number; min: number; max: number } => {
         const xs = runs.map(f);
         const r2 = (x: number): number => Number(x.toFixed(2));
-        return { median: r2(percentile(xs, 50)), min: r2(Math.min(...xs)), max: r2(Math.max(...xs)) };
+        const sorted = [...xs].sort((a, b) => a - b);
+        const mid = sorted.length / 2;
+        const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+        return { median: r2(median), min: r2(sorted[0]!), max: r2(sorted.at(-1)!) };
       };
       results[`readers${readers}`] = {
-        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct) })),
+        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct), gatewayCpuUsPerEvent: Number(r.gatewayCpuUsPerEvent.toFixed(2)) })),
         gatewayOfBare: ratios((r) => r.gateway / r.bare),
         directOfBare: ratios((r) => r.direct / r.bare),
         gatewayOfDirect: ratios((r) => r.gateway / r.direct),
+        gatewayCpuUsPerEvent: ratios((r) => r.gatewayCpuUsPerEvent),
         target: 0.8,
       };
     }

@@ -10,7 +10,6 @@ import type { Socket } from 'node:net';
 import { AstraError } from '../../protocol/index.js';
 import { ASTRA_VERSION, isProcessAlive } from '../../discovery/index.js';
 import { HttpError, sendError, sendJson } from './errors.js';
-import { FrameCache } from './frames.js';
 import { LeaseStore } from './lease-store.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
@@ -98,7 +97,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, new LeaseStore(webFiles(env).leases));
   const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
   const adminSecret = crypto.randomBytes(32).toString('base64url');
-  const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED, frames: new FrameCache() };
+  const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED };
   const dir = pageDir();
   const assets = new Set(dir ? fs.readdirSync(dir) : []);
   const sockets = new Set<Socket>();

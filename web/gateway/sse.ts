@@ -6,12 +6,22 @@ import type { ServerResponse } from 'node:http';
 import type { Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
-import type { FrameCache, FrameReader } from './frames.js';
 import type { Tab } from './tabs.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
 export const DEFAULT_MAX_BUFFERED = 4 * 1024 * 1024;
+
+/** An event as JSON: bytes (command output) become base64, with the encoding named beside them. */
+export function eventToJson(event: SessionEvent): Record<string, unknown> {
+  const data = event.data as Record<string, unknown>;
+  let jsonData: Record<string, unknown> = data;
+  if (data && data.data instanceof Uint8Array) {
+    const bytes = data.data;
+    jsonData = { ...data, data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), encoding: 'base64' };
+  }
+  return { sessionId: event.sessionId, seq: event.seq, ts: event.ts, type: event.type, data: jsonData };
+}
 
 function frame(event: string, data: unknown, id?: number): string {
   return `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -20,11 +30,9 @@ function frame(event: string, data: unknown, id?: number): string {
 export interface StreamOptions {
   heartbeatMs: number;
   maxBuffered: number;
-  /** The gateway's shared frames: each event is encoded once for all the tabs streaming its session. */
-  frames: FrameCache;
 }
 
-export class EventStream implements FrameReader {
+export class EventStream {
   private sub: Subscription | undefined;
   private lastSent: number;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -51,10 +59,6 @@ export class EventStream implements FrameReader {
     this.done = new Promise((r) => (this.finish = r));
   }
 
-  get lastSentSeq(): number {
-    return this.lastSent;
-  }
-
   /** Resolves when the stream has ended and its subscription is closed. */
   get ended(): Promise<void> {
     return this.done;
@@ -70,7 +74,6 @@ export class EventStream implements FrameReader {
     this.res.socket?.setNoDelay(true);
     this.res.write(`retry: 1000\n\n`);
     this.res.write(frame('open', { sessionId: this.sessionId, sinceSeq: this.lastSent, heartbeatMs: this.opts.heartbeatMs }));
-    this.opts.frames.register(this.sessionId, this);
     this.res.on('close', () => this.stop());
     this.res.on('drain', () => this.onDrain());
     this.heartbeat = setInterval(() => this.write(frame('heartbeat', { ts: Date.now(), lastSeq: this.lastSent })), this.opts.heartbeatMs);
@@ -112,7 +115,7 @@ export class EventStream implements FrameReader {
   private onEvent(e: SessionEvent): void {
     if (this.stopped || this.lagging || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
-    this.write(this.opts.frames.frame(e));
+    this.write(frame(e.type, eventToJson(e), e.seq));
     if (this.pendingBytes > 1024 * 1024) this.flush();
   }
 
@@ -133,7 +136,6 @@ export class EventStream implements FrameReader {
     this.pending = [];
     this.pendingBytes = 0;
     this.res.write(text);
-    this.opts.frames.passed(this.sessionId);
     if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
   }
 
@@ -172,7 +174,6 @@ export class EventStream implements FrameReader {
     if (this.stopped) return;
     this.flush();
     this.stopped = true;
-    this.opts.frames.unregister(this.sessionId, this);
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.tab.streams.get(this.sessionId) === this) this.tab.streams.delete(this.sessionId);
     this.tab.lastUsed = Date.now();

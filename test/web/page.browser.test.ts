@@ -170,7 +170,10 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
     await waitProbe(tab, 'the page to notice', (p) => p.state === 'reconnecting' || p.state === 'connecting', 20_000);
     g = await startWeb(env, ['--port', String(g.port)]);
     await waitProbe(tab, 'the stream to be live again', (p) => p.state === 'live', 30_000);
-    // The first gateway's tab left its lease in its grace period: a terminal takes it, then writes.
+    // The new gateway reclaimed the tab's lease with the token the old one kept: still in control, no grace to wait out.
+    await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 10_000 });
+    expect(await tab.textContent('#status-control')).not.toMatch(/in grace/);
+    // A terminal takes control over from the tab, then writes.
     expect((await runCli(['take', id], env)).code).toBe(0);
     const sent = await runCli(['send', id, 'echo from-the-cli', '--wait', '--yes'], env, 30_000);
     expect(sent.code, sent.stderr).toBe(0);

@@ -154,6 +154,11 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
       const r = readRecordFile(home);
       return r && r.pid !== before ? r : undefined;
     }, 30_000);
+    // Meanwhile the gateway stayed up and told the page: the status bar said reconnecting, then live again.
+    await waitProbe(tab, 'the status bar to say reconnecting for the daemon, then live', (p) => {
+      const down = p.states.findIndex((x) => x.startsWith('reconnecting: the connection to the daemon dropped'));
+      return down >= 0 && p.states.slice(down + 1).includes('live');
+    }, 30_000);
     await waitFor('the interrupted turn to end', async () => (await request(g.port, 'GET', `/v1/sessions/${id}`, { cookie })).body.session?.state === 'idle', 30_000);
     await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 30_000 });
     await send(tab, 'echo after-crash');

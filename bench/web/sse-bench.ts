@@ -49,6 +49,9 @@ function req(port: number, method: string, p: string, cookie: string, tab: strin
 }
 
 /** An SSE reader that resolves `ready` at the first `replayed` (or at once) and `done` at turn.completed. */
+/** Streams that fell behind by the gateway's bound (4 MiB) and resynced from the journal, over the whole bench. */
+let laggedStreams = 0;
+
 function reader(port: number, p: string, cookie: string, waitReplayed: boolean): { ready: Promise<void>; done: Promise<number> } {
   let markReady!: () => void;
   let markDone!: (t: number) => void;
@@ -62,6 +65,7 @@ function reader(port: number, p: string, cookie: string, waitReplayed: boolean):
     res.on('data', (d: string) => {
       const s = tail + d;
       if (waitReplayed && s.includes('event: replayed')) markReady();
+      if (d.includes('event: lagged') || (tail + d.slice(0, 20)).includes('event: lagged')) laggedStreams++;
       if (s.includes('event: turn.completed')) {
         markDone(performance.now());
         r.destroy();
@@ -228,6 +232,7 @@ async function main(): Promise<void> {
         target: 0.8,
       };
     }
+    results.laggedStreams = laggedStreams;
     if (process.env.BENCH_WEB_RENDER !== '0') results.emitToRenderMs = await renderLatency(env, `http://127.0.0.1:${port}`);
     process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
   } finally {

@@ -9,11 +9,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AstraClient } from '../../client/index.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CLI = path.resolve(HERE, '..', '..', 'cli', 'main.js');
 const COUNT = Number(process.env.BENCH_WEB_EVENTS ?? 100_000);
 const SIZE = 200;
+const REPEAT = Math.max(1, Number(process.env.BENCH_WEB_REPEAT ?? 3));
 const children: ChildProcess[] = [];
 
 function sleep(ms: number): Promise<void> {
@@ -47,6 +49,9 @@ function req(port: number, method: string, p: string, cookie: string, tab: strin
 }
 
 /** An SSE reader that resolves `ready` at the first `replayed` (or at once) and `done` at turn.completed. */
+/** Streams that fell behind by the gateway's bound (4 MiB) and resynced from the journal, over the whole bench. */
+let laggedStreams = 0;
+
 function reader(port: number, p: string, cookie: string, waitReplayed: boolean): { ready: Promise<void>; done: Promise<number> } {
   let markReady!: () => void;
   let markDone!: (t: number) => void;
@@ -60,6 +65,7 @@ function reader(port: number, p: string, cookie: string, waitReplayed: boolean):
     res.on('data', (d: string) => {
       const s = tail + d;
       if (waitReplayed && s.includes('event: replayed')) markReady();
+      if (d.includes('event: lagged') || (tail + d.slice(0, 20)).includes('event: lagged')) laggedStreams++;
       if (s.includes('event: turn.completed')) {
         markDone(performance.now());
         r.destroy();
@@ -72,6 +78,16 @@ function reader(port: number, p: string, cookie: string, waitReplayed: boolean):
   return { ready, done };
 }
 
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks at USER_HZ = 100
+  } catch {
+    return NaN;
+  }
+}
+
 async function gatewayRun(port: number, cookie: string, readers: number): Promise<number> {
   const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'r0', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
   await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'r0', {});
@@ -82,6 +98,30 @@ async function gatewayRun(port: number, cookie: string, readers: number): Promis
   const ends = await Promise.all(rs.map((r) => r.done));
   await req(port, 'DELETE', `/v1/sessions/${session.id}/lease`, cookie, 'r0');
   return (COUNT * readers) / ((Math.max(...ends) - t0) / 1000);
+}
+
+/**
+ * The ceiling for any gateway: the same events read straight from the daemon by as many AstraClient
+ * subscriptions (one connection each, as the gateway's tabs have), without HTTP or JSON.
+ */
+async function directRun(env: NodeJS.ProcessEnv, readers: number): Promise<number> {
+  const clients = await Promise.all(Array.from({ length: readers }, (_, i) => AstraClient.connect({ clientName: `bench direct ${i}`, env })));
+  try {
+    const { session } = await clients[0]!.session.create({ title: `bench direct ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
+    await clients[0]!.acquireController(session.id);
+    const ends: Array<Promise<number>> = [];
+    for (const c of clients) {
+      let markDone!: (t: number) => void;
+      ends.push(new Promise<number>((r) => (markDone = r)));
+      await c.subscribe(session.id, { sinceSeq: 0, onEvent: (e) => e.type === 'turn.completed' && markDone(performance.now()) });
+    }
+    const t0 = performance.now();
+    await clients[0]!.turn.start({ sessionId: session.id, input: { text: `count=${COUNT} size=${SIZE} batch=1000` }, idempotencyKey: `direct-${readers}-${Date.now()}` });
+    const done = await Promise.all(ends);
+    return (COUNT * readers) / ((Math.max(...done) - t0) / 1000);
+  } finally {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  }
 }
 
 async function bareRun(readers: number): Promise<number> {
@@ -143,7 +183,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', abort);
   process.once('SIGTERM', abort);
-  const gw = spawn(process.execPath, [CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_WEB_CPU_PROF=<dir>: the gateway writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const prof = process.env.BENCH_WEB_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WEB_CPU_PROF}`] : [];
+  const gw = spawn(process.execPath, [...prof, CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(gw);
   let out = '';
   gw.stdout!.on('data', (d) => (out += d));
@@ -160,14 +202,38 @@ async function main(): Promise<void> {
       r.end(body);
     });
     const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
+    // BENCH_WEB_REPEAT runs of each (gateway, bare, direct back to back): ratios of the same run, with their spread.
     for (const readers of [1, 16]) {
-      process.stderr.write(`bench: ${readers} reader(s) on the gateway\n`);
-      const gateway = await gatewayRun(port, cookie, readers);
-      process.stderr.write(`bench: ${readers} reader(s) on the bare server\n`);
-      const bare = await bareRun(readers);
-      results[`readers${readers}`] = { gatewayEventsPerSec: Math.round(gateway), bareEventsPerSec: Math.round(bare), ratio: Number((gateway / bare).toFixed(2)), target: 0.8 };
+      const runs: Array<{ gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number }> = [];
+      for (let rep = 0; rep < REPEAT; rep++) {
+        process.stderr.write(`bench: ${readers} reader(s), run ${rep + 1}/${REPEAT}: gateway, bare server, direct daemon clients\n`);
+        const cpu0 = cpuMs(gw.pid!);
+        const gateway = await gatewayRun(port, cookie, readers);
+        // The gateway's own CPU per delivered event: steadier than events/s on a loaded machine.
+        const gatewayCpuUsPerEvent = ((cpuMs(gw.pid!) - cpu0) * 1000) / (COUNT * readers);
+        const bare = await bareRun(readers);
+        const direct = await directRun(env, readers);
+        runs.push({ gateway, bare, direct, gatewayCpuUsPerEvent });
+      }
+      const ratios = (f: (r: { gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number }) => number): { median: number; min: number; max: number } => {
+        const xs = runs.map(f);
+        const r2 = (x: number): number => Number(x.toFixed(2));
+        const sorted = [...xs].sort((a, b) => a - b);
+        const mid = sorted.length / 2;
+        const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+        return { median: r2(median), min: r2(sorted[0]!), max: r2(sorted.at(-1)!) };
+      };
+      results[`readers${readers}`] = {
+        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct), gatewayCpuUsPerEvent: Number(r.gatewayCpuUsPerEvent.toFixed(2)) })),
+        gatewayOfBare: ratios((r) => r.gateway / r.bare),
+        directOfBare: ratios((r) => r.direct / r.bare),
+        gatewayOfDirect: ratios((r) => r.gateway / r.direct),
+        gatewayCpuUsPerEvent: ratios((r) => r.gatewayCpuUsPerEvent),
+        target: 0.8,
+      };
     }
-    results.emitToRenderMs = await renderLatency(env, `http://127.0.0.1:${port}`);
+    results.laggedStreams = laggedStreams;
+    if (process.env.BENCH_WEB_RENDER !== '0') results.emitToRenderMs = await renderLatency(env, `http://127.0.0.1:${port}`);
     process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
   } finally {
     for (const c of children) c.kill('SIGINT');

@@ -19,14 +19,22 @@ export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> 
 }
 
 /** The page's probe (web/page/app.ts): every seq rendered, the terminal's text, the stream state. */
-export async function probe(page: Page): Promise<{ seqs: number[]; terminal: string; state: string }> {
+export interface Probe {
+  seqs: number[];
+  terminal: string;
+  state: string;
+  /** The last 100 states the status bar showed, each "state" or "state: detail". */
+  states: string[];
+}
+
+export async function probe(page: Page): Promise<Probe> {
   return page.evaluate(() => {
-    const a = (globalThis as unknown as { astra: { seqs: number[]; terminalText(): string; streamState: string } }).astra;
-    return { seqs: [...a.seqs], terminal: a.terminalText(), state: a.streamState };
+    const a = (globalThis as unknown as { astra: { seqs: number[]; terminalText(): string; streamState: string; streamStates: string[] } }).astra;
+    return { seqs: [...a.seqs], terminal: a.terminalText(), state: a.streamState, states: [...a.streamStates] };
   });
 }
 
-export async function waitProbe(page: Page, what: string, pred: (p: { seqs: number[]; terminal: string; state: string }) => boolean, timeoutMs = 20_000): Promise<void> {
+export async function waitProbe(page: Page, what: string, pred: (p: Probe) => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -155,6 +155,11 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
       const r = readRecordFile(home);
       return r && r.pid !== before ? r : undefined;
     }, 30_000);
+    // Meanwhile the gateway stayed up and told the page: the status bar said reconnecting, then live again.
+    await waitProbe(tab, 'the status bar to say reconnecting for the daemon, then live', (p) => {
+      const down = p.states.findIndex((x) => x.startsWith('reconnecting: the connection to the daemon dropped'));
+      return down >= 0 && p.states.slice(down + 1).includes('live');
+    }, 30_000);
     await waitFor('the interrupted turn to end', async () => (await request(g.port, 'GET', `/v1/sessions/${id}`, { cookie })).body.session?.state === 'idle', 30_000);
     await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 30_000 });
     await send(tab, 'echo after-crash');
@@ -171,7 +176,10 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
     await waitProbe(tab, 'the page to notice', (p) => p.state === 'reconnecting' || p.state === 'connecting', 20_000);
     g = await startWeb(env, ['--port', String(g.port)]);
     await waitProbe(tab, 'the stream to be live again', (p) => p.state === 'live', 30_000);
-    // The first gateway's tab left its lease in its grace period: a terminal takes it, then writes.
+    // The new gateway reclaimed the tab's lease with the token the old one kept: still in control, no grace to wait out.
+    await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 10_000 });
+    expect(await tab.textContent('#status-control')).not.toMatch(/in grace/);
+    // A terminal takes control over from the tab, then writes.
     expect((await runCli(['take', id], env)).code).toBe(0);
     const sent = await runCli(['send', id, 'echo from-the-cli', '--wait', '--yes'], env, 30_000);
     expect(sent.code, sent.stderr).toBe(0);

@@ -210,6 +210,8 @@ export const STREAM_EVENTS: Record<string, { summary: string; data: Schema<unkno
   heartbeat: { summary: 'Sent every heartbeatMs (15 s by default) so proxies and the page notice a dead stream.', data: obj({ ts: int({ min: 0 }), lastSeq: int({ min: 0 }) }) },
   lagged: { summary: 'The browser read too slowly; the stream stopped its subscription and resumes from resumeFromSeq out of the journal.', data: obj({ resumeFromSeq: int({ min: 0 }), lagCount: int({ min: 1 }) }) },
   resynced: { summary: 'Resumed after lagging (the gateway\'s or the daemon\'s); nothing was skipped.', data: obj({ lastSeq: int({ min: 0 }), lagCount: int({ min: 1 }), throughSeq: opt(int({ min: 0 })) }) },
+  reconnecting: { summary: 'The tab\'s connection to the daemon dropped (a daemon restart); the stream stays open, and the page shows "reconnecting" until reconnected.', data: obj({ reason: str(), daemonShuttingDown: bool(), lastSeq: int({ min: 0 }) }) },
+  reconnected: { summary: 'The tab\'s client is back on the daemon; events resume after lastSeq, nothing skipped or repeated.', data: obj({ daemonRestarted: bool(), attempts: int({ min: 0 }), lastSeq: int({ min: 0 }) }) },
   error: { summary: 'The stream failed and ends; data is the error envelope. Reconnect with Last-Event-ID.', data: errorEnvelopeSchema },
 };
 

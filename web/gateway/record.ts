@@ -15,9 +15,14 @@ export interface WebRecord {
   startedAt: number;
 }
 
-export function webFiles(env: NodeJS.ProcessEnv): { dir: string; record: string; auth: string } {
+export function webFiles(env: NodeJS.ProcessEnv): { dir: string; record: string; auth: string; leases: string } {
   const { runtimeDir } = resolvePaths(env);
-  return { dir: runtimeDir, record: path.join(runtimeDir, 'web.json'), auth: path.join(runtimeDir, 'web-auth.json') };
+  return {
+    dir: runtimeDir,
+    record: path.join(runtimeDir, 'web.json'),
+    auth: path.join(runtimeDir, 'web-auth.json'),
+    leases: path.join(runtimeDir, 'web-leases.json'),
+  };
 }
 
 export function prepareDir(env: NodeJS.ProcessEnv): void {

@@ -183,15 +183,14 @@ const handlers: Record<string, { handler: Handler }> = {
       const client = await tab.daemon();
       const held = client.heldLeases.get(id!);
       const lease = held && !takeover ? held : await client.acquireController(id!, { takeover, ...(resumeToken ? { resumeToken } : {}) });
+      tab.rememberLease(lease);
       sendJson(res, 200, { sessionId: lease.sessionId, epoch: lease.epoch, resumeToken: lease.resumeToken, graceMs: lease.graceMs });
     },
   },
   'DELETE /v1/sessions/{id}/lease': {
     handler: async ({ res, tab }, [id]) => {
-      const client = await tab.daemon();
-      const lease = client.heldLeases.get(id!);
-      if (lease) await lease.release();
-      sendJson(res, 200, { sessionId: id, released: lease !== undefined });
+      await tab.daemon();
+      sendJson(res, 200, { sessionId: id, released: await tab.releaseLease(id!) });
     },
   },
   'POST /v1/approvals/{id}': {

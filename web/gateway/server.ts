@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import { AstraError } from '../../protocol/index.js';
 import { ASTRA_VERSION, isProcessAlive } from '../../discovery/index.js';
 import { HttpError, sendError, sendJson } from './errors.js';
+import { LeaseStore } from './lease-store.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
 import { matchRoute, refuseReadOnly } from './routes.js';
@@ -93,7 +94,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
 
   const heartbeatMs = opts.heartbeatMs ?? envNumber(env, 'ASTRA_WEB_HEARTBEAT_MS') ?? DEFAULT_HEARTBEAT_MS;
   const pairing = new Pairing(webFiles(env).auth, opts.codeTtlMs ?? envNumber(env, 'ASTRA_WEB_PAIR_TTL_MS') ?? DEFAULT_CODE_TTL_MS);
-  const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits });
+  const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, new LeaseStore(webFiles(env).leases));
   const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
   const adminSecret = crypto.randomBytes(32).toString('base64url');
   const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED };

@@ -160,6 +160,16 @@ export class EventStream {
       });
   }
 
+  /** The tab's daemon connection dropped (a daemon restart): the page says "reconnecting" until it is back. */
+  daemonDisconnected(reason: string, daemonShuttingDown: boolean): void {
+    this.write(frame('reconnecting', { reason, daemonShuttingDown, lastSeq: this.lastSent }));
+  }
+
+  /** The tab's client reconnected; its subscription resumes after lastSeq by itself, nothing is skipped. */
+  daemonReconnected(daemonRestarted: boolean, attempts: number): void {
+    this.write(frame('reconnected', { daemonRestarted, attempts, lastSeq: this.lastSent }));
+  }
+
   stop(): void {
     if (this.stopped) return;
     this.flush();

@@ -1,9 +1,10 @@
 // One browser tab = one client of the daemon (docs/http.md §Tabs): its own AstraClient connection,
 // hence its own client identity, lease and resume token, exactly like a terminal. This module owns
 // the tabs, their pending approval prompts, and the tab limits.
-import { AstraClient, type ApprovalRequest } from '../../client/index.js';
+import { AstraClient, type ApprovalRequest, type ControllerLease } from '../../client/index.js';
 import { AstraError, type Decision } from '../../protocol/index.js';
 import { HttpError } from './errors.js';
+import type { LeaseStore } from './lease-store.js';
 import type { Grant } from './pairing.js';
 import type { EventStream } from './sse.js';
 
@@ -55,6 +56,7 @@ export class Tab {
     private readonly env: NodeJS.ProcessEnv,
     private readonly clientVersion: string,
     readonly limitStreams: number,
+    private readonly leaseStore: LeaseStore,
   ) {}
 
   get readOnly(): boolean {
@@ -79,7 +81,20 @@ export class Tab {
           reconnect: { initialDelayMs: 100, maxDelayMs: 2_000, maxElapsedMs: Infinity },
         });
         if (!this.readOnly) client.onApproval((request) => this.prompt(request));
-        client.on('leaseLost', ({ sessionId }) => this.dropPrompts(sessionId, 'control of the session was lost'));
+        client.on('leaseLost', ({ sessionId }) => {
+          this.leaseStore.forget(this.key, sessionId);
+          this.dropPrompts(sessionId, 'control of the session was lost');
+        });
+        // After a daemon restart the client reclaims the lease with a new token: keep the newest.
+        client.on('leaseReclaimed', ({ lease }) => this.rememberLease(lease));
+        client.on('disconnected', (e) => {
+          const reason = e.daemonShuttingDown ? `the daemon is stopping${e.shutdownReason ? ` (${e.shutdownReason})` : ''}` : 'the connection to the daemon dropped';
+          for (const s of this.streams.values()) s.daemonDisconnected(reason, e.daemonShuttingDown);
+        });
+        client.on('reconnected', (e) => {
+          for (const s of this.streams.values()) s.daemonReconnected(e.daemonRestarted, e.attempts);
+        });
+        if (!this.readOnly) await this.reclaimLeases(client);
         if (this.closed) {
           await client.close();
           throw new AstraError('connection_closed', 'this tab was closed by the gateway; reload the page');
@@ -91,6 +106,34 @@ export class Tab {
       }
     })();
     return this.connecting;
+  }
+
+  /**
+   * Control this tab held before the gateway restarted, reclaimed with the kept resume tokens before
+   * the tab's first request is answered (so that request already sees the tab as controller). A
+   * token the daemon refuses (the grace ran out, someone took over) is forgotten.
+   */
+  private async reclaimLeases(client: AstraClient): Promise<void> {
+    for (const [sessionId, resumeToken] of this.leaseStore.tokens(this.key)) {
+      try {
+        this.rememberLease(await client.acquireController(sessionId, { resumeToken }));
+      } catch {
+        this.leaseStore.forget(this.key, sessionId);
+      }
+    }
+  }
+
+  /** Keeps a granted lease's resume token for a restarted gateway (lease-store.ts). */
+  rememberLease(lease: ControllerLease): void {
+    this.leaseStore.remember(this.key, lease.sessionId, lease.resumeToken);
+  }
+
+  /** Releases control of a session (if held) and forgets its token. */
+  async releaseLease(sessionId: string): Promise<boolean> {
+    const lease = this.client?.heldLeases.get(sessionId);
+    if (lease) await lease.release();
+    this.leaseStore.forget(this.key, sessionId);
+    return lease !== undefined;
   }
 
   /** The client if connected, without connecting. */
@@ -177,6 +220,7 @@ export class Tabs {
     private readonly env: NodeJS.ProcessEnv,
     private readonly clientVersion: string,
     readonly limits: TabLimits,
+    private readonly leaseStore: LeaseStore,
   ) {
     this.reaper = setInterval(() => this.reap(), Math.max(1_000, Math.min(30_000, limits.idleMs / 2)));
     this.reaper.unref();
@@ -190,7 +234,7 @@ export class Tabs {
       const mine = [...this.tabs.values()].filter((t) => t.grant.id === grant.id).length;
       if (mine >= this.limits.tabsPerBrowser || this.tabs.size >= this.limits.tabs)
         throw new AstraError('overloaded', `too many tabs are open (at most ${this.limits.tabsPerBrowser} per browser, ${this.limits.tabs} in all); close one and retry`);
-      tab = new Tab(key, tabId, grant, this.env, this.clientVersion, this.limits.streamsPerTab);
+      tab = new Tab(key, tabId, grant, this.env, this.clientVersion, this.limits.streamsPerTab, this.leaseStore);
       this.tabs.set(key, tab);
     }
     tab.lastUsed = Date.now();

@@ -19,8 +19,10 @@ interface PageProbe {
   latencies: number[];
   terminalText(): string;
   streamState: StreamState | 'idle';
+  /** The last 100 states the status bar showed, with their detail ("reconnecting: the daemon …"). */
+  streamStates: string[];
 }
-const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', streamState: 'idle' };
+const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', streamState: 'idle', streamStates: [] };
 (window as unknown as { astra: PageProbe }).astra = probe;
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -41,6 +43,8 @@ function notice(text: string, isError = false): void {
 
 function setStream(state: StreamState | 'idle', detail?: string): void {
   probe.streamState = state;
+  probe.streamStates.push(detail ? `${state}: ${detail}` : state);
+  if (probe.streamStates.length > 100) probe.streamStates.shift();
   $('status').dataset.stream = state;
   const words: Record<string, string> = { idle: '', connecting: 'connecting…', 'catching-up': 'catching up…', live: 'live', reconnecting: 'reconnecting…' };
   $('status-stream').textContent = `${words[state] ?? state}${detail ? ` (${detail})` : ''}`;

@@ -12,7 +12,7 @@ export interface StreamHandlers {
   onOpen(): void;
 }
 
-const STREAM_EVENTS = ['open', 'replayed', 'heartbeat', 'lagged', 'resynced', 'error'];
+const STREAM_EVENTS = ['open', 'replayed', 'heartbeat', 'lagged', 'resynced', 'reconnecting', 'reconnected', 'error'];
 
 export class SessionStream {
   lastSeq = 0;
@@ -62,6 +62,16 @@ export class SessionStream {
     es.addEventListener('replayed', () => this.h.onState('live'));
     es.addEventListener('lagged', () => this.h.onState('catching-up', 'lagged: resyncing from the journal'));
     es.addEventListener('resynced', () => this.h.onState('live'));
+    // The gateway is up but the tab's daemon connection is not (the daemon restarts).
+    es.addEventListener('reconnecting', (ev) => {
+      this.lastFrameAt = Date.now();
+      this.h.onState('reconnecting', (JSON.parse((ev as MessageEvent).data as string) as { reason?: string }).reason);
+    });
+    es.addEventListener('reconnected', () => {
+      this.lastFrameAt = Date.now();
+      this.h.onState('live');
+      this.h.onOpen();
+    });
     es.addEventListener('error', (ev) => {
       const m = ev as MessageEvent;
       if (typeof m.data === 'string') this.h.onState('reconnecting', (JSON.parse(m.data) as { error?: { message?: string } }).error?.message);

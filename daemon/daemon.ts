@@ -74,7 +74,7 @@ export class Daemon {
     this.startedAt = this.now();
     this.log = opts.logger ?? silentLogger();
     this.cfg = resolveConfig(opts, env);
-    this.engines = { shell: createShellEngine(), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
+    this.engines = { shell: createShellEngine({ terminal: this.cfg.terminal }), synthetic: createSyntheticEngine(), ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
     this.defaultEngine = opts.defaultEngine ?? (opts.engine ? 'custom' : 'shell');
   }

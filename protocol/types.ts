@@ -1,5 +1,5 @@
 // Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
-import { type Schema, bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
+import { type Schema, bool, bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
 
 /** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
 export const timestamp = () => int({ min: 0 });
@@ -62,7 +62,14 @@ export const EVENT_DATA = {
   'message.user': obj({ turnId: turnId(), text: str() }),
   'message.delta': obj({ turnId: turnId(), text: str() }),
   'message.completed': obj({ turnId: turnId(), text: str() }),
-  'command.started': obj({ turnId: turnId(), command: str(), cwd: str(), pid: opt(int()) }),
+  'command.started': obj({
+    turnId: turnId(),
+    command: str(),
+    cwd: str(),
+    pid: opt(int()),
+    /** True: the command has a pseudo-terminal (one stream, input and resize work); false: pipes. Absent before issue 17. */
+    tty: opt(bool()),
+  }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
   'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()) }),

@@ -4,7 +4,7 @@
 // so live and restarted sessions cannot disagree. Turn and approval code append events; they never
 // set this state themselves.
 import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
-import type { ApprovalRequest } from './engine.js';
+import type { ApprovalRequest, CommandTerminal } from './engine.js';
 import { RecordKind } from './journal.js';
 import { IdempotencyTable } from './idempotency.js';
 import type { SessionMeta } from './session-meta.js';
@@ -18,6 +18,8 @@ export interface RunningTurn {
   ended: boolean;
   /** Why the runtime stopped it (a full disk): it then ends 'failed' with this error. */
   failure?: string;
+  /** The command running now, attached by the engine (EngineContext.attachTerminal). */
+  terminal?: CommandTerminal;
 }
 
 export class SessionState {
@@ -30,6 +32,8 @@ export class SessionState {
   readonly idempotency = new IdempotencyTable();
   /** Commands started by the running turn and not yet completed: pid → start ts (killed if the turn is found interrupted). */
   readonly openCommands = new Map<number, number>();
+  /** The controller's terminal size (command/resize), which commands start at; not journaled. */
+  terminalSize = { cols: 80, rows: 24 };
 
   constructor(readonly meta: SessionMeta) {}
 

@@ -1,32 +1,32 @@
 // The built-in `shell` engine: the turn input is a command line run by /bin/sh -c in the session's
-// cwd, in its own process group, after approval (policy 'ask') or at once ('auto').
+// cwd, in its own process group, after approval (policy 'ask') or at once ('auto'), in a
+// pseudo-terminal of the controller's size (one stream, 'stdout'), or on pipes where none can be had
+// (command.started says which: `tty`). The controller's command/input and command/resize reach it
+// through EngineContext.attachTerminal.
 //
 // Status policy: a command that runs and exits non-zero still ends the turn 'completed' with its
 // exitCode (a failing command is a result, not a turn failure). 'failed' means the command could not
 // be run at all (cwd missing, spawn error). 'cancelled' means the turn was cancelled or the approval
 // was denied (in which case nothing ran).
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
-import { LIMITS } from '../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
+import { startPtyCommand, type PtyCommand } from './terminal/pty-command.js';
+
+/** 'auto': a pseudo-terminal where one can be had, else pipes; 'pipes': always pipes. */
+export type TerminalMode = 'auto' | 'pipes';
 
 export interface ShellEngineOptions {
   /** Time between SIGTERM and SIGKILL to the process group on cancel. */
   killGraceMs?: number;
   shell?: string;
-}
-
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // ESRCH: the whole group is already gone.
-  }
+  /** Default 'auto'. */
+  terminal?: TerminalMode;
 }
 
 export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
   const killGraceMs = opts.killGraceMs ?? 2000;
   const shell = opts.shell ?? '/bin/sh';
+  const mode = opts.terminal ?? 'auto';
   return {
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       const command = ctx.input.text;
@@ -46,114 +46,45 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
       } catch (e) {
         return { status: 'failed', error: `cwd ${ctx.cwd} is not usable: ${(e as Error).message}` };
       }
-      return runCommand(ctx, shell, command, killGraceMs);
+      return runCommand(ctx, shell, command, killGraceMs, mode);
     },
   };
 }
 
-function runCommand(ctx: EngineContext, shell: string, command: string, killGraceMs: number): Promise<EngineResult> {
-  return new Promise<EngineResult>((resolve) => {
-    let child: ChildProcess;
-    try {
-      child = spawn(shell, ['-c', command], { cwd: ctx.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (e) {
-      resolve({ status: 'failed', error: `could not start ${shell}: ${(e as Error).message}` });
-      return;
-    }
-    const pid = child.pid;
-    let spawnError: Error | undefined;
-    let cancelled = false;
-    let killTimer: NodeJS.Timeout | undefined;
-    let forceTimer: NodeJS.Timeout | undefined;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let done = false;
-
-    if (pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command, cwd: ctx.cwd, pid });
-
-    // Output read in one turn of the event loop goes out as one event (up to the chunk limit): a
-    // command writing fast gets few large events, a lone line still goes out at once (setImmediate
-    // runs right after the poll phase that read it: no timer, no added latency).
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    let pendingStream: 'stdout' | 'stderr' = 'stdout';
-    let flushScheduled = false;
-    let held = false;
-    const flush = () => {
-      flushScheduled = false;
-      if (pendingBytes === 0) return;
-      const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      if (ctx.emit('command.output', { turnId: ctx.turnId, stream: pendingStream, data }) || held) return;
-      // The journal is behind (large output on a slow disk): stop reading until it has caught up;
-      // the command blocks on its full pipe meanwhile.
-      held = true;
-      child.stdout!.pause();
-      child.stderr!.pause();
-      void ctx.drained().then(() => {
-        held = false;
-        child.stdout!.resume();
-        child.stderr!.resume();
-      });
-    };
-    const forward = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
-      if (stream !== pendingStream || pendingBytes + chunk.length > LIMITS.maxOutputChunkBytes) flush();
-      pendingStream = stream;
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (!flushScheduled) {
-        flushScheduled = true;
-        setImmediate(flush);
-      }
-    };
-    child.stdout!.on('data', forward('stdout'));
-    child.stderr!.on('data', forward('stderr'));
-
-    const onAbort = () => {
-      if (pid === undefined || done) return;
-      cancelled = true;
-      killGroup(pid, 'SIGTERM');
-      killTimer = setTimeout(() => {
-        killGroup(pid, 'SIGKILL');
-        // A process that left the group (setsid) may still hold our pipes open: stop waiting.
-        forceTimer = setTimeout(() => {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          if (exit) finish();
-        }, 1000);
-      }, killGraceMs);
-    };
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-    if (ctx.signal.aborted) onAbort();
-
-    const finish = () => {
-      if (done) return;
-      done = true;
-      ctx.signal.removeEventListener('abort', onAbort);
-      if (killTimer) clearTimeout(killTimer);
-      if (forceTimer) clearTimeout(forceTimer);
-      if (spawnError && pid === undefined) {
-        resolve({ status: 'failed', error: `could not start ${shell}: ${spawnError.message}` });
-        return;
-      }
-      flush();
-      const exitCode = exit?.code ?? null;
-      const signal = exit?.signal ?? null;
-      ctx.emit('command.completed', { turnId: ctx.turnId, exitCode, signal });
-      // Grandchildren that outlived the shell stay in its group; a cancel must not leave them behind.
-      if (cancelled && pid !== undefined) killGroup(pid, 'SIGKILL');
-      resolve(cancelled ? { status: 'cancelled', exitCode } : { status: 'completed', exitCode });
-    };
-    child.on('error', (e) => {
-      spawnError = e;
-      if (pid === undefined) finish();
+async function runCommand(ctx: EngineContext, shell: string, command: string, killGraceMs: number, mode: TerminalMode): Promise<EngineResult> {
+  const size = ctx.terminalSize?.() ?? { cols: 80, rows: 24 };
+  let cmd: PtyCommand;
+  try {
+    cmd = startPtyCommand({
+      command,
+      cwd: ctx.cwd,
+      env: processEnv(),
+      cols: size.cols,
+      rows: size.rows,
+      shell,
+      killGraceMs,
+      mode,
+      onOutput: (data, stream) => ctx.emit('command.output', { turnId: ctx.turnId, stream, data }),
+      drained: () => ctx.drained(),
     });
-    child.on('exit', (code, signal) => {
-      exit = { code, signal };
-    });
-    child.on('close', (code, signal) => {
-      exit ??= { code, signal };
-      finish();
-    });
-  });
+  } catch (e) {
+    return { status: 'failed', error: `could not start ${shell}: ${(e as Error).message}` };
+  }
+  if (cmd.pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command, cwd: ctx.cwd, pid: cmd.pid, tty: cmd.tty });
+  const detach = ctx.attachTerminal?.(cmd) ?? (() => {});
+  const onAbort = () => cmd.cancel();
+  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  if (ctx.signal.aborted) onAbort();
+  const r = await cmd.done;
+  detach();
+  ctx.signal.removeEventListener('abort', onAbort);
+  if (r.error !== undefined && cmd.pid === undefined) return { status: 'failed', error: r.error };
+  ctx.emit('command.completed', { turnId: ctx.turnId, exitCode: r.exitCode, signal: r.signal });
+  return r.cancelled ? { status: 'cancelled', exitCode: r.exitCode } : { status: 'completed', exitCode: r.exitCode };
+}
+
+function processEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  return env;
 }

@@ -19,14 +19,17 @@ export interface ShellEngineOptions {
   /** Time between SIGTERM and SIGKILL to the process group on cancel. */
   killGraceMs?: number;
   shell?: string;
-  /** Default 'auto'. */
+  /**
+   * Default 'pipes' for now: the switch to 'auto' (a pseudo-terminal) changes output (one stream,
+   * \r\n) and waits on the suite's tests being adapted to that contract (issue 17).
+   */
   terminal?: TerminalMode;
 }
 
 export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
   const killGraceMs = opts.killGraceMs ?? 2000;
   const shell = opts.shell ?? '/bin/sh';
-  const mode = opts.terminal ?? 'auto';
+  const mode = opts.terminal ?? 'pipes';
   return {
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       const command = ctx.input.text;

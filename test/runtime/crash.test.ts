@@ -163,7 +163,7 @@ describe('crash safety', () => {
     await waitFor('the new turn to end', () => ended.get(t.turnId));
     expect(ended.get(t.turnId)).toBe('completed');
     const out = seen.find((e) => e.type === 'command.output') as SessionEvent<'command.output'>;
-    expect(Buffer.from(out.data.data).toString()).toBe('ok\r\n'); // a pseudo-terminal writes a newline as \r\n (onlcr)
+    expect(Buffer.from(out.data.data).toString()).toBe('ok\n');
     await rt.close();
   });
 

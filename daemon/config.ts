@@ -27,6 +27,8 @@ export interface DaemonOptions {
   catchUpCacheBytes?: number;
   /** Large journal records with direct I/O (RuntimeOptions.journalDirectIO); env ASTRA_JOURNAL_DIRECT_IO=0 turns it off. */
   journalDirectIO?: boolean;
+  /** Shell commands in a pseudo-terminal where one can be had ('auto') or on pipes ('pipes', the default for now); env ASTRA_TERMINAL. */
+  terminal?: 'auto' | 'pipes';
   /** A connection with bytes queued that takes none of them for this long is closed (slow_consumer). */
   slowConsumerMs?: number;
   /** A connection that sends nothing (not even ping) for this long is closed. */
@@ -54,6 +56,7 @@ export interface DaemonConfig {
   sessionUnloadMs: number;
   catchUpCacheBytes: number | undefined;
   journalDirectIO: boolean | undefined;
+  terminal: 'auto' | 'pipes';
 }
 
 export const DEFAULTS = {
@@ -79,6 +82,13 @@ function flagFromEnv(env: NodeJS.ProcessEnv, name: string): boolean | undefined 
   throw new AstraError('invalid_params', `${name} must be 1 or 0 (on or off), got "${raw}"`);
 }
 
+function terminalFromEnv(env: NodeJS.ProcessEnv): 'auto' | 'pipes' {
+  const raw = env.ASTRA_TERMINAL;
+  if (raw === undefined || raw === '' || raw === 'pipes') return 'pipes';
+  if (raw === 'auto') return 'auto';
+  throw new AstraError('invalid_params', `ASTRA_TERMINAL must be auto or pipes, got "${raw}"`);
+}
+
 function numberFromEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -102,5 +112,6 @@ export function resolveConfig(opts: DaemonOptions, env: NodeJS.ProcessEnv): Daem
     sessionUnloadMs: opts.sessionUnloadMs ?? numberFromEnv(env, 'ASTRA_SESSION_UNLOAD_MS') ?? DEFAULTS.sessionUnloadMs,
     catchUpCacheBytes: opts.catchUpCacheBytes ?? numberFromEnv(env, 'ASTRA_CATCHUP_CACHE_BYTES'),
     journalDirectIO: opts.journalDirectIO ?? flagFromEnv(env, 'ASTRA_JOURNAL_DIRECT_IO'),
+    terminal: opts.terminal ?? terminalFromEnv(env),
   };
 }

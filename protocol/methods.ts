@@ -1,6 +1,6 @@
 // The method table (DESIGN.md §3.1): every method is declared once, with its params and result
 // schemas and its policy. The daemon's router and the client's typed API are derived from it.
-import { any, arr, bool, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
+import { any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
 import {
   APPROVAL_POLICIES,
   DECISIONS,
@@ -40,6 +40,9 @@ function method<P, R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
 
 const READ: Policy = { controller: false, mutates: false, idempotent: true, epoch: false };
 const WRITE: Policy = { controller: true, mutates: true, idempotent: false, epoch: true };
+
+/** Largest `data` of one command/input request. */
+export const MAX_COMMAND_INPUT_BYTES = 64 * 1024;
 
 const idempotencyKey = () => str({ minLength: 1, maxLength: 128 });
 
@@ -223,6 +226,25 @@ export const METHODS = {
     params: obj({ sessionId: sessionId(), epoch: epoch(), turnId: opt(str()) }),
     result: obj({ turnId: str(), status: oneOf(TURN_STATUSES) }),
     policy: { controller: true, mutates: true, idempotent: true, epoch: true },
+  }),
+  'command/input': method({
+    summary: 'Write bytes to the running command\'s terminal (controller only; at most 64 KiB a request).',
+    params: obj({ sessionId: sessionId(), epoch: epoch(), turnId: str({ minLength: 1 }), data: bytes({ maxBytes: MAX_COMMAND_INPUT_BYTES }) }),
+    result: obj({}),
+    policy: WRITE,
+  }),
+  'command/resize': method({
+    summary: 'Set the terminal size of the session\'s commands, the running one at once (controller only).',
+    params: obj({
+      sessionId: sessionId(),
+      epoch: epoch(),
+      turnId: str({ minLength: 1 }),
+      cols: int({ min: 1, max: 1000 }),
+      rows: int({ min: 1, max: 1000 }),
+    }),
+    /** `applied`: false when the command runs on pipes (no terminal to resize); the size is kept for the next command. */
+    result: obj({ applied: bool() }),
+    policy: WRITE,
   }),
   'mutation/status': method({
     summary: 'What became of a mutation sent with an idempotency key (a session/create key needs no sessionId).',

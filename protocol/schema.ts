@@ -98,10 +98,18 @@ export function bool(): Schema<boolean> {
 }
 
 /** Raw bytes: msgpack `bin` on the wire, a Uint8Array (Buffer in Node) in memory. */
-export function bytes(): Schema<Uint8Array> {
+export function bytes(opts: { maxBytes?: number } = {}): Schema<Uint8Array> {
+  const max = opts.maxBytes;
   return {
-    check: (v, path) => (v instanceof Uint8Array ? undefined : `${path} must be binary, got ${describe(v)}`),
-    json: () => ({ type: 'string', contentEncoding: 'msgpack-bin', description: 'msgpack bin (raw bytes)' }),
+    check: (v, path) => {
+      if (!(v instanceof Uint8Array)) return `${path} must be binary, got ${describe(v)}`;
+      if (max !== undefined && v.byteLength > max) return `${path} has ${v.byteLength} bytes; at most ${max} go in one request, send the rest in another`;
+      return undefined;
+    },
+    json: () =>
+      max === undefined
+        ? { type: 'string', contentEncoding: 'msgpack-bin', description: 'msgpack bin (raw bytes)' }
+        : { type: 'string', contentEncoding: 'msgpack-bin', description: `msgpack bin (raw bytes), at most ${max} bytes`, 'x-maxBytes': max },
   };
 }
 

@@ -69,7 +69,14 @@ export const EVENT_DATA = {
   'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str() }),
   'tool.result': obj({ turnId: turnId(), callId: str({ minLength: 1 }), status: oneOf(TOOL_RESULT_STATUSES), exitCode: opt(nullable(int())), output: str() }),
   usage: obj({ turnId: turnId(), promptTokens: int({ min: 0 }), completionTokens: int({ min: 0 }) }),
-  'command.started': obj({ turnId: turnId(), command: str(), cwd: str(), pid: opt(int()) }),
+  'command.started': obj({
+    turnId: turnId(),
+    command: str(),
+    cwd: str(),
+    pid: opt(int()),
+    /** True: the command has a pseudo-terminal (one stream, input and resize work); false: pipes. Absent before issue 17. */
+    tty: opt(bool()),
+  }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
   'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()) }),

@@ -22,11 +22,28 @@ export interface EngineContext {
   emit<T extends EventType>(type: T, data: EventData<T>): boolean;
   /** Resolves once fewer than 16 MiB of the session's events wait for the disk (at once when that is already so). */
   drained(): Promise<void>;
+  // The two terminal members are optional so that a context made outside the runtime (a test, an
+  // embedder's harness) needs neither: a command then starts at 80×24 and takes no input.
+  /** The controller's terminal size (from command/resize; 80×24 until one arrives): a command's terminal starts at it. */
+  terminalSize?(): { cols: number; rows: number };
+  /**
+   * Routes command/input and command/resize to the command running now, until the returned function
+   * is called (call it when the command ends). One at a time: a second attach replaces the first.
+   */
+  attachTerminal?(t: CommandTerminal): () => void;
   /**
    * Resolves with the host's decision; rejects (AbortError) when the turn is cancelled first, and
    * with AstraError('approval_expired') when nobody answered within the session's approvalTimeoutMs.
    */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;
+}
+
+/** What command/input and command/resize reach: the running command's terminal (or pipes). */
+export interface CommandTerminal {
+  /** False when the command can take no more input (it ended, or closed its input). */
+  write(data: Uint8Array): boolean;
+  /** False when there is no terminal to resize (pipes). */
+  resize(cols: number, rows: number): boolean;
 }
 
 export interface EngineResult {

@@ -370,6 +370,15 @@ export class Runtime {
     return this.turns.cancel(await this.load(id), turnId);
   }
 
+  async commandInput(id: string, turnId: string, data: Uint8Array): Promise<Record<string, never>> {
+    this.turns.input(await this.load(id), turnId, data);
+    return {};
+  }
+
+  async commandResize(id: string, turnId: string, cols: number, rows: number): Promise<{ applied: boolean }> {
+    return this.turns.resize(await this.load(id), turnId, cols, rows);
+  }
+
   /**
    * What became of a keyed mutation. A session/create key is answered without a sessionId (the
    * client that lost the answer has none) and with one: its result is the session as it is now.

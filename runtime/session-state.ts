@@ -4,7 +4,7 @@
 // so live and restarted sessions cannot disagree. Turn and approval code append events; they never
 // set this state themselves.
 import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
-import type { ApprovalRequest } from './engine.js';
+import type { ApprovalRequest, CommandTerminal } from './engine.js';
 import { RecordKind } from './journal.js';
 import { IdempotencyTable } from './idempotency.js';
 import type { SessionMeta } from './session-meta.js';
@@ -18,6 +18,8 @@ export interface RunningTurn {
   ended: boolean;
   /** Why the runtime stopped it (a full disk): it then ends 'failed' with this error. */
   failure?: string;
+  /** The command running now, attached by the engine (EngineContext.attachTerminal). */
+  terminal?: CommandTerminal;
 }
 
 export class SessionState {
@@ -32,6 +34,8 @@ export class SessionState {
   readonly openCommands = new Map<number, number>();
   /** Tool calls (tool.call) without their tool.result yet: callId → turnId (answered 'interrupted' if the turn is found interrupted). */
   readonly openToolCalls = new Map<string, string>();
+  /** The controller's terminal size (command/resize), which commands start at; not journaled. */
+  terminalSize = { cols: 80, rows: 24 };
 
   constructor(readonly meta: SessionMeta) {}
 

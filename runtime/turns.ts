@@ -56,7 +56,7 @@ async function runToolCommand(ctx: EngineContext, req: { command: string; cwd: s
   } catch (e) {
     return { outcome: 'not_started', exitCode: null, signal: null, output: capture.result(), error: `cwd ${req.cwd} is not usable: ${(e as Error).message}` };
   }
-  const r = await runShellCommand(ctx, { command: req.command, cwd: req.cwd, env: chatCommandEnv(), onOutput: (c) => capture.push(c) });
+  const r = await runShellCommand(ctx, { command: req.command, cwd: req.cwd, env: chatCommandEnv(), noInput: true, onOutput: (c) => capture.push(c) });
   const out: ToolCommandOutcome = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, output: capture.result() };
   if (r.error !== undefined) out.error = r.error;
   return out;
@@ -134,6 +134,13 @@ export class Turns {
         return host.backlogBytes < BACKLOG_HIGH_WATER;
       },
       drained: () => host.drained(BACKLOG_HIGH_WATER),
+      terminalSize: () => ({ ...host.state.terminalSize }),
+      attachTerminal: (t) => {
+        turn.terminal = t;
+        return () => {
+          if (turn.terminal === t) turn.terminal = undefined;
+        };
+      },
       requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req),
       history: () => readHistory(host),
       runCommand: (req) => runToolCommand(ctx, req),
@@ -180,6 +187,31 @@ export class Turns {
     if (target === undefined || status === undefined)
       throw new AstraError('not_found', turnId ? `Session ${host.id} has no turn ${turnId}.` : `Session ${host.id} has no turn to cancel.`, { sessionId: host.id, turnId });
     return { turnId: target, status };
+  }
+
+  /** command/input: bytes to the running command's terminal. */
+  input(host: SessionHost, turnId: string, data: Uint8Array): void {
+    const terminal = this.commandOf(host, turnId);
+    if (!terminal)
+      throw new AstraError('invalid_state', `Turn ${turnId} has no command running yet (it may be waiting for approval); send input after command.started.`, { sessionId: host.id, turnId });
+    if (!terminal.write(data))
+      throw new AstraError('invalid_state', `The command of turn ${turnId} takes no more input (it has ended or closed its input).`, { sessionId: host.id, turnId });
+  }
+
+  /** command/resize: the size is kept for the session's next commands and applied to the running one. */
+  resize(host: SessionHost, turnId: string, cols: number, rows: number): { applied: boolean } {
+    const terminal = this.commandOf(host, turnId);
+    host.state.terminalSize = { cols, rows };
+    return { applied: terminal ? terminal.resize(cols, rows) : false };
+  }
+
+  /** The running turn's command (undefined between commands); a turn that is not running is an error. */
+  private commandOf(host: SessionHost, turnId: string) {
+    const running = host.state.running;
+    if (running && running.turnId === turnId) return running.terminal;
+    if (host.state.finishedTurns.has(turnId))
+      throw new AstraError('invalid_state', `Turn ${turnId} has ended; its command takes no input or resize. Start a new turn.`, { sessionId: host.id, turnId });
+    throw new AstraError('not_found', `Session ${host.id} has no turn ${turnId}.`, { sessionId: host.id, turnId });
   }
 
   /** The session's disk is full: its running turn is stopped, and ends 'failed' with an error event naming the cause. */

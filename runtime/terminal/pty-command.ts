@@ -65,6 +65,8 @@ export interface PtyCommandOptions {
   killGraceMs?: number;
   /** 'pipes' skips the pseudo-terminal (configuration, tests); 'auto' (default) tries it first. */
   mode?: 'auto' | 'pipes';
+  /** No input will come (a model's tool command): on pipes, stdin is /dev/null, so a command that reads it gets end-of-input at once instead of waiting. */
+  noInput?: boolean;
   /** Bytes read ahead while the consumer is behind before reading stops (HELD_READ_AHEAD_BYTES). */
   readAheadBytes?: number;
   loadPty?: PtyLoader;
@@ -242,7 +244,7 @@ function runOnPipes(shell: string, opts: PtyCommandOptions, fallbackReason: stri
   const done = new Promise<PtyCommandResult>((r) => (resolveDone = r));
   let child: ChildProcess;
   try {
-    child = spawn(shell, ['-c', opts.command], { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    child = spawn(shell, ['-c', opts.command], { cwd: opts.cwd, env: opts.env, detached: true, stdio: [opts.noInput ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   } catch (e) {
     resolveDone({ exitCode: null, signal: null, cancelled: false, tty: false, error: `could not start ${shell}: ${(e as Error).message}` });
     return deadHandle(done, fallbackReason, opts);
@@ -264,7 +266,7 @@ function runOnPipes(shell: string, opts: PtyCommandOptions, fallbackReason: stri
   child.stdout!.on('data', (c: Buffer) => out.push(c, 'stdout'));
   child.stderr!.on('data', (c: Buffer) => out.push(c, 'stderr'));
   // A program that exits without reading its input closes the pipe: that is not an error.
-  child.stdin!.on('error', () => {});
+  child.stdin?.on('error', () => {});
   const finish = () => {
     if (ended) return;
     ended = true;
@@ -299,8 +301,8 @@ function runOnPipes(shell: string, opts: PtyCommandOptions, fallbackReason: stri
     cols: opts.cols,
     rows: opts.rows,
     write(data) {
-      if (ended || !child.stdin!.writable) return false;
-      child.stdin!.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      if (ended || !child.stdin || !child.stdin.writable) return false;
+      child.stdin.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
       return true;
     },
     resize(c, r) {

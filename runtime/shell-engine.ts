@@ -107,7 +107,9 @@ export async function runShellCommand(ctx: EngineContext, cmd: ShellCommand): Pr
       shell,
       killGraceMs: cmd.killGraceMs ?? 2000,
       mode: cmd.terminal ?? 'pipes',
-      noInput: cmd.noInput === true,
+      // Pipes by choice (today's default) keep stdin at /dev/null, as before terminals: until `astra
+      // attach` types into commands, one that reads stdin would wait for input nobody can send.
+      noInput: cmd.noInput === true || (cmd.terminal ?? 'pipes') === 'pipes',
       onOutput: (data, stream) => {
         cmd.onOutput?.(data);
         return ctx.emit('command.output', { turnId: ctx.turnId, stream, data });

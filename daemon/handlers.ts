@@ -46,6 +46,10 @@ export function createHandlers(d: HandlerDeps): Handlers {
     },
     'session/rename': async (p) => ({ session: shown(await rt.renameSession(p.sessionId, p.title)) }),
     'session/archive': async (p) => ({ session: shown(await rt.archiveSession(p.sessionId)) }),
+    'approval/answer': async (p, peer) => {
+      await rt.resolveApproval(p.sessionId, p.approvalId, p.decision, { clientName: peer.clientName, connectionId: peer.id }, p.revision ?? undefined);
+      return {};
+    },
     'session/delete': async (p) => {
       await rt.deleteSession(p.sessionId);
       return { sessionId: p.sessionId };

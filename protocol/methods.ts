@@ -203,6 +203,18 @@ export const METHODS = {
     result: obj({ sessionId: sessionId() }),
     policy: WRITE,
   }),
+  'approval/answer': method({
+    summary: 'Answer a pending approval as its controller, naming the revision answered; a stale revision or an expired approval is approval_expired.',
+    params: obj({
+      sessionId: sessionId(),
+      epoch: epoch(),
+      approvalId: str({ minLength: 1, maxLength: 128 }),
+      revision: opt(int({ min: 1 })),
+      decision: oneOf(DECISIONS),
+    }),
+    result: obj({}),
+    policy: WRITE,
+  }),
   'lease/acquire': method({
     summary: 'Become the session\'s controller; takeover demotes the holder; resumeToken reclaims in grace.',
     params: obj({ sessionId: sessionId(), takeover: opt(bool()), resumeToken: opt(str({ maxLength: 256 })) }),

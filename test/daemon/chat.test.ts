@@ -174,6 +174,35 @@ describe('the chat engine through the daemon', () => {
     expect(err.message).toContain('ASTRA_CHAT_BASE_URL');
   });
 
+  it('every fault of a model server ends its turn failed with an error event {code, message, retryable} and the daemon serves the next turn', async () => {
+    const faults: [fixture: string, code: string, retryable: boolean][] = [
+      ['unauthorized', 'model_auth', false],
+      ['forbidden', 'model_auth', false],
+      ['model-not-found', 'model_not_found', false],
+      ['rate-limited-long', 'model_rate_limited', true],
+      ['server-error', 'model_server_error', true],
+      ['error-mid-stream', 'model_stream_error', true],
+      ['malformed-json', 'model_bad_response', false],
+      ['no-finish-reason', 'model_incomplete', true],
+      ['stall', 'model_stalled', true],
+    ];
+    const server = await modelServer(faults.map(([f]) => f));
+    const { driver } = await setup(server.baseUrl, { ASTRA_CHAT_STALL_MS: '300' });
+    const ctl = await driver('controller');
+    const { session } = await ctl.call('session/create', { engine: 'chat', engineOptions: { model: 'llama3.1' } });
+    await ctl.call('session/subscribe', { sessionId: session.id });
+    for (const [fixture, code, retryable] of faults) {
+      const turnId = await startTurn(ctl, session.id, `fault ${fixture}`, `t-${fixture}`);
+      const end = await turnEnd(ctl, turnId);
+      expect(end.params.data.status, fixture).toBe('failed');
+      const err = ofType(ctl.events(session.id), 'error').find((e) => e.data.turnId === turnId)?.data;
+      expect(err, fixture).toMatchObject({ code });
+      expect(err.retryable, fixture).toBe(retryable);
+      expect(typeof err.message === 'string' && err.message.length > 20, `${fixture}: ${err.message}`).toBe(true);
+      expect(err.message, fixture).not.toContain(KEY);
+    }
+  });
+
   it('refuses a chat session with a malformed base URL at create time, naming the field', async () => {
     const server = await modelServer([]);
     const { driver } = await setup(server.baseUrl);

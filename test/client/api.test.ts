@@ -251,7 +251,21 @@ describe('subscriptions', () => {
     await client.acquireController(session.id);
     const sub = await client.subscribe(session.id);
     await client.turn.start({ sessionId: session.id, input: { text: 'seq 1 1000000' } });
-    const events = await collectUntil(sub, (e) => e.type === 'turn.completed');
+    // Lagging means taking no data at all while the bound's worth of events goes by (a reader that
+    // keeps reading is caught up from the journal instead). So this reader stops once, as a hung one
+    // would: its event loop is held for half a second at the first output, while the command goes
+    // on writing megabytes — far past the 4 KiB bound and the socket's buffers.
+    let stalled = false;
+    const events = await collectUntil(sub, (e) => {
+      if (!stalled && e.type === 'command.output') {
+        stalled = true;
+        const until = Date.now() + 500;
+        while (Date.now() < until) {
+          // hold the loop: the socket is not read meanwhile
+        }
+      }
+      return e.type === 'turn.completed';
+    });
     expect(sub.lagCount).toBeGreaterThan(0);
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
     const output = Buffer.concat(events.filter((e) => e.type === 'command.output').map((e) => Buffer.from((e.data as { data: Uint8Array }).data))).toString();

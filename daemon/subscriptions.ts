@@ -73,6 +73,13 @@ interface Subscription {
 
 export class SubscriptionHub {
   private readonly byPeer = new Map<string, Map<string, Subscription>>();
+  /**
+   * Per connection and session, a count of the subscribe and unsubscribe requests received. A
+   * subscribe registers only if none came after it while the runtime answered: requests are handled
+   * concurrently, so without this a slower earlier subscribe could replace a later one, or outlive
+   * the unsubscribe that followed it, and two streams of one session would reach one client.
+   */
+  private readonly requests = new Map<string, Map<string, number>>();
   private readonly wires = new Map<string, SessionWire>();
   private readonly softBytes: number;
   /** A paused subscriber is fed again once its connection's queue is below this. */
@@ -95,6 +102,7 @@ export class SubscriptionHub {
    */
   async subscribe(peer: Peer, sessionId: string, sinceSeq: number): Promise<{ sessionId: string; headSeq: number }> {
     this.checkRoom(peer, sessionId);
+    const request = this.countRequest(peer, sessionId);
     const muted = peer.mutedNotifications;
     const sub: Subscription = {
       peer,
@@ -125,6 +133,14 @@ export class SubscriptionHub {
       waitForCapacity: () => this.waitForCapacity(sub),
     });
     sub.handle = handle;
+    if (this.requests.get(peer.id)?.get(sessionId) !== request) {
+      // Superseded while the runtime answered (a later subscribe or an unsubscribe of this session on
+      // this connection): this stream never starts. Nothing was delivered yet (the backlog only
+      // starts after the runtime's answer).
+      sub.dropped = true;
+      handle.unsubscribe();
+      return { sessionId, headSeq: handle.headSeq };
+    }
     if (peer.conn.closed) {
       // The connection went while the runtime answered (dropPeer has run): nothing to keep.
       sub.dropped = true;
@@ -160,7 +176,17 @@ export class SubscriptionHub {
     });
   }
 
+  /** Counts a subscribe or unsubscribe of `sessionId` on `peer`; returns the count (see `requests`). */
+  private countRequest(peer: Peer, sessionId: string): number {
+    let counts = this.requests.get(peer.id);
+    if (!counts) this.requests.set(peer.id, (counts = new Map()));
+    const n = (counts.get(sessionId) ?? 0) + 1;
+    counts.set(sessionId, n);
+    return n;
+  }
+
   unsubscribe(peer: Peer, sessionId: string): void {
+    this.countRequest(peer, sessionId);
     const subs = this.byPeer.get(peer.id);
     const sub = subs?.get(sessionId);
     if (!sub) return;
@@ -172,6 +198,7 @@ export class SubscriptionHub {
 
   /** Drops every subscription of a connection that went away. */
   dropPeer(peer: Peer): void {
+    this.requests.delete(peer.id);
     const subs = this.byPeer.get(peer.id);
     if (!subs) return;
     for (const sub of subs.values()) {

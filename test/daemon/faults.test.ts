@@ -94,6 +94,31 @@ describe('params a second implementation may send', () => {
   });
 });
 
+describe('subscribe and unsubscribe sent back to back', () => {
+  it('the later request wins: an unsubscribe sent right after a subscribe leaves no stream, however the two are answered', async () => {
+    const rec = await startDaemon(home());
+    const notes: { method: string; params: any }[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const conn = await client(rec, (method, params) => notes.push({ method, params }));
+    try {
+      const { session } = (await conn.request('session/create', { title: 'race' })) as { session: { id: string } };
+      const { epoch } = (await conn.request('lease/acquire', { sessionId: session.id })) as { epoch: number };
+      // Neither is awaited before the other is sent: the daemon handles them concurrently.
+      const subscribed = conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 0 });
+      const unsubscribed = conn.request('session/unsubscribe', { sessionId: session.id });
+      await Promise.all([subscribed, unsubscribed]);
+      // Events of this write are sent before its answer: none may reach a connection that unsubscribed.
+      await conn.request('session/rename', { sessionId: session.id, epoch, title: 'renamed' });
+      await conn.request('ping', {});
+      expect(notes.filter((n) => n.method === 'session/event' || n.method === 'session/events' || n.method === 'session/replayed')).toEqual([]);
+      // And a subscribe after it works as usual.
+      await conn.request('session/subscribe', { sessionId: session.id, sinceSeq: 0 });
+      await waitFor('the backlog', () => notes.some((n) => n.method === 'session/replayed'));
+    } finally {
+      conn.close();
+    }
+  });
+});
+
 describe('the handshake deadline', () => {
   it('a connection that sends nothing gets a handshake_timeout error frame with a nil id, then is closed', async () => {
     const h = home();

@@ -1,6 +1,6 @@
 // Output helpers for the CLI: colours only on a terminal and never under NO_COLOR; exit codes.
 import { AstraError } from '../protocol/index.js';
-import { ASTRA_VERSION } from '../discovery/index.js';
+import { ASTRA_VERSION, paint, type Colour } from '../discovery/index.js';
 
 export const CLI_VERSION = ASTRA_VERSION;
 
@@ -20,12 +20,7 @@ export function terminalOutput(env: NodeJS.ProcessEnv = process.env): Output {
   };
 }
 
-const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, gray: 90, bold: 1, dim: 2 } as const;
-export type Colour = keyof typeof CODES;
-
-export function paint(on: boolean, colour: Colour, text: string): string {
-  return on ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
-}
+export { paint, type Colour } from '../discovery/index.js';
 
 export function style(out: Output, colour: Colour, text: string): string {
   return paint(out.color, colour, text);

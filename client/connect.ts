@@ -13,7 +13,7 @@ import {
   type Infer,
 } from '../protocol/index.js';
 import { Connection, DirectReads } from '../ipc/index.js';
-import { acquireLock, ensurePrivateDir, isProcessAlive, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+import { acquireLock, ensurePrivateDir, isProcessAlive, levelName, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
 
 export type InitializeResult = Infer<typeof initializeResultSchema>;
 
@@ -250,7 +250,6 @@ function logLinesSince(logFile: string, since: number, n = 15): string {
   } catch {
     return '  (no daemon log yet)';
   }
-  const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
   const lines = text
     .split('\n')
     .filter((l) => l.trim())
@@ -258,7 +257,7 @@ function logLinesSince(logFile: string, since: number, n = 15): string {
     .map((line) => {
       try {
         const e = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
-        return `  ${LEVELS[e.level ?? 30] ?? 'LOG'} ${e.msg ?? ''}${e.err?.message ? `: ${e.err.message}` : ''}`;
+        return `  ${levelName(e.level ?? 30)} ${e.msg ?? ''}${e.err?.message ? `: ${e.err.message}` : ''}`;
       } catch {
         return `  ${line}`; // the daemon's own stderr
       }

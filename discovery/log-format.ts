@@ -2,14 +2,15 @@
 // lives here, below both, because the daemon (its --foreground terminal copy) and the CLI
 // (`astra daemon logs`) print the same lines, and the daemon may not import cli/.
 
-const ANSI = { red: 31, green: 32, yellow: 33, cyan: 36, gray: 90, dim: 2 } as const;
-type Ansi = keyof typeof ANSI;
+const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, gray: 90, bold: 1, dim: 2 } as const;
+export type Colour = keyof typeof CODES;
 
-function paint(on: boolean, colour: Ansi, text: string): string {
-  return on ? `\x1b[${ANSI[colour]}m${text}\x1b[0m` : text;
+/** `text` in an SGR colour when `on` (a terminal without NO_COLOR), else as it is. The CLI uses this one too. */
+export function paint(on: boolean, colour: Colour, text: string): string {
+  return on ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
 }
 
-const LEVELS: Record<number, [string, Ansi]> = {
+const LEVELS: Record<number, [string, Colour]> = {
   10: ['TRACE', 'gray'],
   20: ['DEBUG', 'gray'],
   30: ['INFO', 'green'],
@@ -17,6 +18,11 @@ const LEVELS: Record<number, [string, Ansi]> = {
   50: ['ERROR', 'red'],
   60: ['FATAL', 'red'],
 };
+
+/** pino's level number as a word (TRACE … FATAL; LOG for one it does not know). */
+export function levelName(level: unknown): string {
+  return LEVELS[Number(level)]?.[0] ?? 'LOG';
+}
 
 export function formatLogLine(line: string, color: boolean): string {
   let entry: Record<string, unknown>;

@@ -12,7 +12,7 @@
 // (attach-keys.ts) and the screen (attach-view.ts) are apart. Issue 17's terminal work will split
 // the key handling further when commands get a pseudo-terminal.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import type { AstraClient, ApprovalRequest, Subscription } from '../client/index.js';
+import type { AstraClient, ApprovalRequest } from '../client/index.js';
 import { decodeKeys, type Key } from './attach-keys.js';
 import { statusFooter } from './attach-status.js';
 import { AttachView, type Footer } from './attach-view.js';
@@ -84,7 +84,6 @@ class Attach {
   private input = '';
   private live = false;
   private lastHintAt = 0;
-  private sub: Subscription | undefined;
   private finished: ((code: number) => void) | undefined;
   private ending = false;
   /** The daemon was stopped on purpose; Enter starts it again, Ctrl-D leaves. */
@@ -123,7 +122,7 @@ class Attach {
     else this.notice(`observing ${this.id} read-only (--observe); Ctrl-D detaches`);
     this.refresh();
     try {
-      this.sub = await this.client.subscribe(this.id, {
+      await this.client.subscribe(this.id, {
         sinceSeq: 0,
         onEvent: (e) => this.onEvent(e),
         onReplayed: () => {

@@ -2,7 +2,7 @@
 // (`rename`, `archive`, `rm`: cli/manage-commands.ts).
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { AstraError, isAstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
+import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach.js';
 import { eventToJson, turnEndText } from './event-render.js';

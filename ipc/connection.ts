@@ -88,7 +88,6 @@ export type ConnectionState = 'open' | 'closing' | 'closed';
 
 export class Connection {
   private readonly socket: net.Socket;
-  private readonly maxIncomingBytes: number;
   private readonly maxOutgoingBytes: number;
   private readonly requestTimeoutMs: number;
   private readonly label: string;
@@ -119,7 +118,6 @@ export class Connection {
 
   constructor(socket: net.Socket, opts: ConnectionOptions) {
     this.socket = socket;
-    this.maxIncomingBytes = opts.maxIncomingBytes;
     this.maxOutgoingBytes = opts.maxOutgoingBytes;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.label = opts.label ?? 'connection';

@@ -175,7 +175,15 @@ export const METHODS = {
   }),
   'session/subscribe': method({
     summary: 'Live events after sinceSeq: the backlog, then session/replayed, then live events.',
-    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()) }),
+    /**
+     * `screen: true`: if a command is running in a pseudo-terminal, the backlog leaves out that turn's
+     * command.output through some seq S and a `session/screen` notification (its current screen as of
+     * S) comes instead, after the backlog and before session/replayed. `historyLines` (only without
+     * sinceSeq): the backlog starts at a turn boundary chosen so that finished turns' output in it is
+     * about that many lines at most (the latest finished turn and the running one always included);
+     * session/replayed then says `historyFromSeq`, the seq before which events were left out.
+     */
+    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()), screen: opt(bool()), historyLines: opt(int({ min: 1, max: 100_000 })) }),
     result: obj({ sessionId: sessionId(), headSeq: seq() }),
     policy: { controller: false, mutates: false, idempotent: true, epoch: false },
   }),
@@ -308,7 +316,24 @@ export const SERVER_NOTIFICATIONS = {
   'session/event': sessionEventSchema,
   /** Sent instead of several `session/event`s, only to connections that set capabilities.batchEvents. */
   'session/events': obj({ sessionId: sessionId(), events: arr(sessionEventSchema) }),
-  'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq() }),
+  'session/replayed': obj({ sessionId: sessionId(), throughSeq: seq(), historyFromSeq: opt(seq()) }),
+  /**
+   * The current screen of a command running in a pseudo-terminal, for a subscription made with
+   * `screen: true`: `data` draws it (and the modes the program set) on a cleared terminal of
+   * cols × rows; `scrollback` is the text of up to the last 1,000 lines that scrolled off its top
+   * ('\n'-separated); `alternate`: the program uses the alternate screen. It stands for the turn's
+   * command.output through `atSeq`, which this subscription never receives.
+   */
+  'session/screen': obj({
+    sessionId: sessionId(),
+    turnId: str({ minLength: 1 }),
+    atSeq: seq(),
+    cols: int({ min: 1, max: 1000 }),
+    rows: int({ min: 1, max: 1000 }),
+    data: bytes(),
+    scrollback: str(),
+    alternate: bool(),
+  }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
   /**
    * What no event can carry, to the session's subscribers. `reason`: 'disk_full' (its events cannot

@@ -34,10 +34,20 @@ export interface MethodPolicy {
   takesKey: boolean;
 }
 
+const POLICIES = new Map<string, MethodPolicy>();
+
+/** A method's policy, as the client reads it (made once per method: every call asks). */
 export function describePolicy(method: ClientMethodName): MethodPolicy {
-  const { policy } = METHODS[method];
-  return { readOnly: policy.idempotent && !policy.mutates, hasEpoch: policy.epoch, takesKey: policy.idempotencyKey !== undefined };
+  let p = POLICIES.get(method);
+  if (!p) {
+    const { policy } = METHODS[method];
+    p = Object.freeze({ readOnly: policy.idempotent && !policy.mutates, hasEpoch: policy.epoch, takesKey: policy.idempotencyKey !== undefined });
+    POLICIES.set(method, p);
+  }
+  return p;
 }
+
+const NO_OPTIONS: CallOptions = Object.freeze({});
 
 /** The daemon's answer, checked against the method table; anything else is `invalid_request`. */
 export function checkResult<M extends ClientMethodName>(method: M, result: unknown): ResultOf<M> {
@@ -85,39 +95,83 @@ export class Calls {
    * Sends through the retry policy: `send` runs on the current connection; a lost answer is retried
    * (read-only: on the next connection, or `onDroppedRead` decides) or becomes OutcomeUnknownError.
    */
-  async run<T>(what: CallIdentity, callOpts: CallOptions, send: (conn: Connection) => Promise<T>, onDroppedRead?: () => Promise<T>): Promise<T> {
-    for (let overloadAttempt = 0; ; ) {
-      const conn = this.host.liveConnection() ?? (await this.host.whenConnected(callOpts));
-      try {
-        return await send(conn);
-      } catch (e) {
-        const err = toAstraError(e);
-        if (err.reason === 'connection_closed' && !this.host.isCurrent(conn)) {
-          const closed = this.host.closedError();
-          if (closed) throw closed;
-          if (!what.readOnly) throw outcomeUnknown(what, err);
-          if (onDroppedRead) return onDroppedRead();
-          continue;
-        }
-        if (err.reason === 'request_timeout' && !what.readOnly) throw outcomeUnknown(what, err);
-        if (err.reason === 'overloaded' && what.readOnly && overloadAttempt < OVERLOAD_RETRIES) {
-          await sleep(backoffDelay(overloadAttempt++, OVERLOAD_BACKOFF), this.host.signal);
-          continue;
-        }
-        throw err;
-      }
+  run<T>(what: CallIdentity, callOpts: CallOptions, send: (conn: Connection) => Promise<T>, onDroppedRead?: () => Promise<T>): Promise<T> {
+    return this.attempt(what, callOpts, send, undefined, onDroppedRead, 0);
+  }
+
+  /**
+   * One attempt: on the live connection at once (no extra promise when connected: this is the hot
+   * path of a busy client), else once a reconnect gives one. `received` maps the answer; a failure
+   * goes to the policy (settle), which may make another attempt.
+   */
+  private attempt<T>(
+    what: CallIdentity,
+    callOpts: CallOptions,
+    send: (conn: Connection) => Promise<unknown>,
+    received: ((answer: unknown) => T) | undefined,
+    onDroppedRead: (() => Promise<T>) | undefined,
+    overloads: number,
+  ): Promise<T> {
+    const conn = this.host.liveConnection();
+    if (!conn) return this.host.whenConnected(callOpts).then((c) => this.attemptOn(c, what, callOpts, send, received, onDroppedRead, overloads));
+    return this.attemptOn(conn, what, callOpts, send, received, onDroppedRead, overloads);
+  }
+
+  private attemptOn<T>(
+    conn: Connection,
+    what: CallIdentity,
+    callOpts: CallOptions,
+    send: (conn: Connection) => Promise<unknown>,
+    received: ((answer: unknown) => T) | undefined,
+    onDroppedRead: (() => Promise<T>) | undefined,
+    overloads: number,
+  ): Promise<T> {
+    const failed = (e: unknown): Promise<T> => this.settle(conn, e, what, callOpts, send, received, onDroppedRead, overloads);
+    let sent: Promise<unknown>;
+    try {
+      sent = send(conn);
+    } catch (e) {
+      return failed(e);
     }
+    return (received ? sent.then(received, failed) : sent.then(undefined, failed)) as Promise<T>;
+  }
+
+  /** The retry policy: what a failed attempt on `conn` becomes — another attempt, or an error. */
+  private async settle<T>(
+    conn: Connection,
+    e: unknown,
+    what: CallIdentity,
+    callOpts: CallOptions,
+    send: (conn: Connection) => Promise<unknown>,
+    received: ((answer: unknown) => T) | undefined,
+    onDroppedRead: (() => Promise<T>) | undefined,
+    overloads: number,
+  ): Promise<T> {
+    const err = toAstraError(e);
+    if (err.reason === 'connection_closed' && !this.host.isCurrent(conn)) {
+      const closed = this.host.closedError();
+      if (closed) throw closed;
+      if (!what.readOnly) throw outcomeUnknown(what, err);
+      if (onDroppedRead) return onDroppedRead();
+      return this.attempt(what, callOpts, send, received, onDroppedRead, overloads);
+    }
+    if (err.reason === 'request_timeout' && !what.readOnly) throw outcomeUnknown(what, err);
+    if (err.reason === 'overloaded' && what.readOnly && overloads < OVERLOAD_RETRIES) {
+      await sleep(backoffDelay(overloads, OVERLOAD_BACKOFF), this.host.signal);
+      return this.attempt(what, callOpts, send, received, onDroppedRead, overloads + 1);
+    }
+    throw err;
   }
 
   /**
    * Any method of the table: `epoch` is filled in from the held lease at send time (a reclaim after
    * a reconnect bumps it), a missing idempotency key is generated, and the result is checked.
    */
-  async call<M extends ClientMethodName>(method: M, params: ClientParams<M> | undefined, callOpts: CallOptions = {}): Promise<ResultOf<M>> {
+  call<M extends ClientMethodName>(method: M, params: ClientParams<M> | undefined, callOpts: CallOptions = NO_OPTIONS): Promise<ResultOf<M>> {
     if (typeof method !== 'string' || !isMethodName(method) || (method as string) === 'initialize')
-      throw new AstraError('method_not_found', `unknown method "${String(method)}"; see METHOD_NAMES for what the protocol offers`);
+      return Promise.reject(new AstraError('method_not_found', `unknown method "${String(method)}"; see METHOD_NAMES for what the protocol offers`));
     if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params)))
-      throw new AstraError('invalid_params', `${method}: params must be an object`);
+      return Promise.reject(new AstraError('invalid_params', `${method}: params must be an object`));
     const policy = describePolicy(method);
     const base: Record<string, unknown> = { ...(params ?? {}) };
     if (policy.takesKey && (base.idempotencyKey === undefined || base.idempotencyKey === null)) base.idempotencyKey = crypto.randomUUID();
@@ -125,27 +179,30 @@ export class Calls {
     const idempotencyKey = typeof base.idempotencyKey === 'string' ? base.idempotencyKey : undefined;
     const leases = this.host.leases;
     const host = this.host;
-    const send = (conn: Connection): Promise<ResultOf<M>> => {
-      const sent = { ...base };
-      if (policy.hasEpoch && (sent.epoch === undefined || sent.epoch === null)) sent.epoch = leases.epochFor(method, sessionId);
+    // What the current attempt sent (attempts of one call never overlap): the epoch is read at send time.
+    let sent = base;
+    const send = (conn: Connection): Promise<unknown> => {
+      if (policy.hasEpoch) {
+        sent = { ...base };
+        if (sent.epoch === undefined || sent.epoch === null) sent.epoch = leases.epochFor(method, sessionId);
+      }
       checkRequestParams(method, sent);
       host.noteSent();
-      return conn.request(method, sent, callOpts).then((raw) => {
-        host.noteReceived();
-        const result = checkResult(method, raw);
-        leases.afterCall(method, sent, result);
-        return result;
-      });
+      return conn.request(method, sent, callOpts);
+    };
+    const received = (raw: unknown): ResultOf<M> => {
+      host.noteReceived();
+      const result = checkResult(method, raw);
+      leases.afterCall(method, sent, result);
+      return result;
     };
     const what = { method, readOnly: policy.readOnly, sessionId, idempotencyKey };
-    // The common path stays one promise deep: the hot loop of a busy client is this call.
-    if (method !== 'lease/release') return this.run(what, callOpts, send);
-    try {
-      return await this.run(what, callOpts, send);
-    } catch (e) {
+    const answered = this.attempt(what, callOpts, send, received, undefined, 0);
+    if (method !== 'lease/release') return answered;
+    return answered.catch((e: unknown) => {
       if (e instanceof AstraError) leases.refused(method, sessionId, e);
       throw e;
-    }
+    });
   }
 
   /** What became of a keyed mutation; `sessionId` is left out for a session/create key. */

@@ -184,7 +184,7 @@ export class Connection {
     }
     const timeoutMs = opts.timeoutMs ?? this.requestTimeoutMs;
     return new Promise<unknown>((resolve, reject) => {
-      const p: Pending = { method, resolve, reject, deadline: timeoutMs > 0 ? performance.now() + timeoutMs : 0, timeoutMs, signal: undefined, onAbort: undefined };
+      const p: Pending = { method, resolve, reject, deadline: PendingRequests.deadlineIn(timeoutMs), timeoutMs, signal: undefined, onAbort: undefined };
       const signal = opts.signal;
       if (signal) {
         p.signal = signal;

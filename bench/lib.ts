@@ -73,6 +73,56 @@ export async function roundTrips(
   return { p50us: percentile(lat, 0.5), p99us: percentile(lat, 0.99), callsPerSec: counts.parCalls / parSec };
 }
 
+/**
+ * Child side of the interleaved round trips (run.ts rtRound): after the warm-up it says {ready}, then
+ * runs what the parent asks on stdin, one JSON line each — {seq: n} (n calls one at a time),
+ * {par: n} (n calls, `inFlight` outstanding) — answering {done} after each, and at {report} the
+ * figures over all its blocks. Two such processes (bare, Astra) driven block by block in turn see
+ * the same load on a shared machine, which separate runs seconds apart do not.
+ */
+export async function roundTripBlocks(call: (n: number) => Promise<unknown>, inFlight = PAR_IN_FLIGHT): Promise<void> {
+  for (let i = 0; i < RT_WARMUP; i++) await call(i);
+  const lat: number[] = [];
+  let parCalls = 0;
+  let parSec = 0;
+  let n = 0;
+  tell({ ready: true });
+  let buf = '';
+  for await (const chunk of process.stdin) {
+    buf += String(chunk);
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      const cmd = JSON.parse(buf.slice(0, nl)) as { seq?: number; par?: number; report?: boolean };
+      buf = buf.slice(nl + 1);
+      if (cmd.seq !== undefined) {
+        for (let i = 0; i < cmd.seq; i++) {
+          const t = process.hrtime.bigint();
+          await call(n++);
+          lat.push(Number(process.hrtime.bigint() - t) / 1000);
+        }
+      } else if (cmd.par !== undefined) {
+        const total = cmd.par;
+        let issued = 0;
+        const t0 = process.hrtime.bigint();
+        await Promise.all(
+          Array.from({ length: inFlight }, async () => {
+            while (issued < total) {
+              issued++;
+              await call(n++);
+            }
+          }),
+        );
+        parSec += Number(process.hrtime.bigint() - t0) / 1e9;
+        parCalls += total;
+      } else if (cmd.report) {
+        const sorted = Float64Array.from(lat).sort();
+        tell({ p50us: percentile(sorted, 0.5), p99us: percentile(sorted, 0.99), callsPerSec: parCalls / parSec, calls: lat.length });
+        return;
+      }
+      tell({ done: true });
+    }
+  }
+}
+
 const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux.
 
 /** CPU time (user + system) a process has used, in µs, from /proc/<pid>/stat (10 ms resolution). */
@@ -112,6 +162,8 @@ export async function waitFor<T>(what: string, timeoutMs: number, check: () => T
 
 export interface Child {
   proc: ChildProcess;
+  /** Writes one JSON line to the child's stdin (spawned with `stdin: 'pipe'`). */
+  send(msg: Record<string, unknown>): void;
   /** Resolves with each JSON line the child prints, in order. */
   nextMessage(timeoutMs?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
@@ -134,10 +186,10 @@ export function killAll(): void {
 }
 
 /** Runs a worker role in a new node process; it talks back with one JSON object per stdout line. */
-export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env, nodeArgs: string[] = []): Child {
+export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env, nodeArgs: string[] = [], stdin: 'ignore' | 'pipe' = 'ignore'): Child {
   // BENCH_WORKER_NODE_FLAGS: flags for every measuring process (e.g. --cpu-prof, which NODE_OPTIONS refuses).
   const extra = process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const proc = spawn(process.execPath, [...extra, ...nodeArgs, WORKER, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const proc = spawn(process.execPath, [...extra, ...nodeArgs, WORKER, ...args], { stdio: [stdin, 'pipe', 'inherit'], env });
   live.add(proc);
   const messages: Record<string, unknown>[] = [];
   const waiters: ((m: Record<string, unknown>) => void)[] = [];
@@ -173,6 +225,9 @@ export function spawnWorker(args: string[], env: NodeJS.ProcessEnv = process.env
   return {
     proc,
     exited,
+    send(msg) {
+      proc.stdin!.write(JSON.stringify(msg) + '\n');
+    },
     nextMessage(timeoutMs = 120_000) {
       const m = messages.shift();
       if (m) return Promise.resolve(m);

@@ -1,17 +1,18 @@
 // One benchmark process: a peer server, a peer client, or an Astra client, chosen by argv. Each talks
 // to the suite (bench/run.ts) with one JSON object per stdout line.
 //   node dist/bench/worker.js serve <bare|jsonrpc|grpc> <socket>
-//   node dist/bench/worker.js peer <kind> rt <socket>
+//   node dist/bench/worker.js peer <kind> rt|rtblocks <socket>
 //   node dist/bench/worker.js peer <kind> stream <socket> <serverPid> <count> <size> [warmupCount]
 //   node dist/bench/worker.js peer <kind> fan <socket> <count>
 //   node dist/bench/worker.js peer <kind> trigger <socket> <count> <size>
-//   node dist/bench/worker.js astra rt|stream|fan|idle|observe <home> ...
+//   node dist/bench/worker.js astra rt|rtblocks|stream|fan|idle|observe <home> ...
+//   (rtblocks: round trips block by block as the parent asks on stdin; see lib.ts roundTripBlocks)
 //   (astra stream <home> <engine> <text> [warmupText])
 // A warm-up runs the same kind of stream first in the same process, unmeasured, so the figure is the
 // steady state of both processes (JIT-compiled, heaps grown) — alike for every side.
 import { AstraClient } from '../client/index.js';
 import type { SessionEvent } from '../protocol/index.js';
-import { procCpuUs, roundTrips, tell, wallMs } from './lib.js';
+import { procCpuUs, roundTripBlocks, roundTrips, tell, wallMs } from './lib.js';
 import { bare } from './peers/bare.js';
 import { grpcPeer } from './peers/grpc.js';
 import { jsonrpc } from './peers/jsonrpc.js';
@@ -62,6 +63,9 @@ async function peerRole(kind: string, scenario: string, args: string[]): Promise
   switch (scenario) {
     case 'rt':
       tell(await roundTrips((n) => client.echo(n)));
+      break;
+    case 'rtblocks':
+      await roundTripBlocks((n) => client.echo(n));
       break;
     case 'stream': {
       const m = streamMeter(Number(args[1]));
@@ -135,6 +139,12 @@ async function astraRole(scenario: string, args: string[]): Promise<void> {
     case 'rt': {
       const client = await connectAstra(home, 'bench-rt');
       tell(await roundTrips(() => client.ping()));
+      await client.close();
+      return;
+    }
+    case 'rtblocks': {
+      const client = await connectAstra(home, 'bench-rt');
+      await roundTripBlocks(() => client.ping());
       await client.close();
       return;
     }

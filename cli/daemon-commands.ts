@@ -6,7 +6,7 @@ import { isProcessAlive, removeRecordIfOwned, resolvePaths, type AstraPaths, typ
 import { connectOrSpawn, handshake, readUsableRecord } from '../client/connect.js';
 import { parseDuration } from '../protocol/index.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
-import { CLI_VERSION, ExitCode, fail, style, type Output } from './output.js';
+import { CLI_VERSION, ExitCode, fail, localTime, style, type Output } from './output.js';
 
 const CLIENT = { clientName: 'astra-cli', clientVersion: CLI_VERSION };
 
@@ -49,7 +49,7 @@ function printStatus(out: Output, s: DaemonStatus): void {
     ['instance', s.instanceId],
     ['pid', String(s.pid)],
     ['version', `${s.version} (protocol ${s.protocolVersion})`],
-    ['started', `${new Date(s.startedAt).toLocaleString()} (up ${formatDuration(s.uptimeMs)})`],
+    ['started', `${localTime(s.startedAt)} (up ${formatDuration(s.uptimeMs)})`],
     ['endpoint', s.endpoint],
     ['log', s.logFile + (s.logLinesDropped ? `  (${s.logLinesDropped} lines could not be written: is the disk full?)` : '')],
     ['idle exit', s.idleTimeoutMs === 0 ? 'never' : `after ${formatDuration(s.idleTimeoutMs)} without clients`],
@@ -71,7 +71,7 @@ function printStatus(out: Output, s: DaemonStatus): void {
     for (const x of s.sessions) {
       const ctl = x.controller
         ? `${x.controller.clientName}${x.controller.pid ? ` (pid ${x.controller.pid})` : ''}` +
-          `${x.controller.graceUntil ? ` in grace until ${new Date(x.controller.graceUntil).toLocaleTimeString()}` : ''}`
+          `${x.controller.graceUntil ? ` in grace until ${localTime(x.controller.graceUntil, true)}` : ''}`
         : 'none';
       out.stdout(
         `  ${x.id}  ${JSON.stringify(x.title)}  ${x.state}  seq ${x.headSeq}  epoch ${x.epoch}  controller ${ctl}  observers ${x.observers}` +

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // The `astra` command's entry point. It stays tiny so that short commands start fast: msgpackr's
 // native decoder (a few ms to load) is not worth it for a handful of small frames, and the program
-// itself is loaded only after that is settled.
+// itself is loaded only after that is settled (these two imports load nothing of msgpackr's).
+import { fileURLToPath } from 'node:url';
+import { loadWithCodeCache, type CachedModule } from './code-cache.js';
+
 if (process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED === undefined) {
   process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED = 'true';
   // A daemon started from here should not inherit the CLI's choice (client/connect.ts drops it).
@@ -21,14 +24,38 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-// The bundled program (scripts/bundle.mjs) when the build made one, else the plain modules.
-const bundled = new URL('../cli-bundle/program.js', import.meta.url);
-const { main } = (await import(bundled.href).catch((e: NodeJS.ErrnoException) => {
-  if (e.code !== 'ERR_MODULE_NOT_FOUND') throw e;
-  return import('./program.js');
-})) as typeof import('./program.js');
-main(process.argv.slice(2)).then(
+type Program = typeof import('./program.js');
+const argv = process.argv.slice(2);
+
+/**
+ * `astra daemon ...` (what scripts and status bars run often): the program without the session and
+ * web commands, one CommonJS file run with V8's code cache (cli/code-cache.ts). Undefined when the
+ * build made no such bundle.
+ */
+function daemonCommands(): CachedModule | undefined {
+  if (argv[0] !== 'daemon') return undefined;
+  try {
+    return loadWithCodeCache(fileURLToPath(new URL('../cli-bundle/daemon-commands.cjs', import.meta.url)));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+// Else the bundled program (scripts/bundle.mjs) when the build made one, else the plain modules.
+async function program(): Promise<Program> {
+  const bundled = new URL('../cli-bundle/program.js', import.meta.url);
+  return (await import(bundled.href).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    return import('./program.js');
+  })) as Program;
+}
+
+const cached = daemonCommands();
+const { main } = cached ? (cached.exports as unknown as Program) : await program();
+main(argv).then(
   (code) => {
+    cached?.saveCache();
     process.exitCode = code;
   },
   (e: unknown) => {

@@ -97,7 +97,8 @@ export class FrameWriter {
       this.outbox.push(frame);
     } else {
       if (!this.batch || this.batchEnd + n > this.batch.length) this.newBatch(n);
-      frame.copy(this.batch!, this.batchEnd);
+      // TypedArray set: half the cost of Buffer#copy for a small frame (one per request and response).
+      this.batch!.set(frame, this.batchEnd);
       this.batchEnd += n;
     }
     this.unflushed += n;

@@ -15,7 +15,13 @@ export const CLI = path.join(DIST, 'cli', 'main.js');
 /** The daemon entry clients start (the bundled one when the build made it). */
 export const DAEMON = daemonEntryPath();
 
-export const RT_WARMUP = 1_000;
+/**
+ * Round-trip warm-up calls, for every peer alike: enough that the JIT is done before measuring.
+ * After 1,000 calls V8 was still optimizing Astra's (larger) call path in the measured calls — its
+ * background compiles take a core from the other process on a 2-core machine — and the interleaved
+ * p99 ratio was 1.45–4.06×; after 5,000, 1.20–1.65× (bench/ab/ab-rt.mjs, AB_WARMUP, 4 runs of 2 rounds).
+ */
+export const RT_WARMUP = 10_000;
 export const RT_CALLS = 10_000;
 export const PAR_CALLS = 50_000;
 export const PAR_IN_FLIGHT = 64;

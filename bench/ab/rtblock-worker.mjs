@@ -13,7 +13,7 @@ if (kind === 'bare') {
   const c = await AstraClient.connect({ clientName: 'rtblock', home: where, autoStart: false, reconnect: false });
   call = () => c.ping(); close = () => c.close();
 }
-for (let i = 0; i < 3000; i++) await call();
+for (let i = 0, n = Number(process.env.AB_WARMUP ?? 3000); i < n; i++) await call();
 const lat = []; let parCalls = 0, parSec = 0;
 console.log('ready');
 for await (const line of readline.createInterface({ input: process.stdin })) {

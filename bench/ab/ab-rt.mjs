@@ -22,8 +22,10 @@ for (let r = 0; r < Number(rounds); r++) for (let i = 0; i < trees.length; i++) 
   const server = lib.spawnWorker(['serve', 'bare', sock]); await server.nextMessage();
   const { DaemonProc } = await import(path.join(t, 'dist/bench/daemon-proc.js'));
   const d = new DaemonProc(); await d.start();
+  let b, a;
   try {
-    const b = worker([trees[0], 'bare', sock]), a = worker([t, 'astra', d.home]);
+    b = worker([trees[0], 'bare', sock]);
+    a = worker([t, 'astra', d.home]);
     await b.next(); await a.next();
     for (let k = 0; k < BLOCKS; k++) for (const [w, cmd] of (k % 2 ? [[a], [b]] : [[b], [a]]).flatMap(([w]) => [[w, 'seq 200']])) { w.send(cmd); await w.next(); }
     for (let k = 0; k < 10; k++) for (const w of k % 2 ? [a, b] : [b, a]) { w.send('par 5000'); await w.next(); }
@@ -32,7 +34,11 @@ for (let r = 0; r < Number(rounds); r++) for (let i = 0; i < trees.length; i++) 
     const row = { p50: ra.p50 / rb.p50, p99: ra.p99 / rb.p99, par: ra.callsPerSec / rb.callsPerSec, ra, rb };
     res[t].push(row);
     console.log(`${r} ${path.basename(t).padEnd(9)} p50 ${ra.p50.toFixed(1)}/${rb.p50.toFixed(1)} (${row.p50.toFixed(2)}×) p99 ${ra.p99.toFixed(1)}/${rb.p99.toFixed(1)} (${row.p99.toFixed(2)}×) 64 in flight ${Math.round(ra.callsPerSec)}/${Math.round(rb.callsPerSec)} (${row.par.toFixed(2)}×)`);
-  } finally { server.kill(); await d.stop(); }
+  } finally {
+    for (const w of [a, b]) if (w && w.p.exitCode === null) w.p.kill('SIGKILL');
+    server.kill();
+    await d.stop();
+  }
 }
 const rng = (xs) => { xs = [...xs].sort((a, b) => a - b); return `${xs[0].toFixed(2)}–${xs.at(-1).toFixed(2)} (med ${xs[xs.length >> 1].toFixed(2)})`; };
 for (const t of trees) console.log(`${path.basename(t)}: p50 ${rng(res[t].map((x) => x.p50))}; p99 ${rng(res[t].map((x) => x.p99))}; 64 in flight ${rng(res[t].map((x) => x.par))}`);

@@ -7,6 +7,7 @@ import os from 'node:os';
 import { spawnSync, spawn } from 'node:child_process';
 const [n, ...trees] = process.argv.slice(2);
 const homes = {};
+try {
 for (const t of trees) {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-status-'));
   const env = { ...process.env, ASTRA_HOME: home, ASTRA_IDLE_TIMEOUT_MS: '0' };
@@ -32,6 +33,9 @@ const med = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 const min = (a) => Math.min(...a);
 console.log(`node -e 0: median ${med(xs.node).toFixed(1)} min ${min(xs.node).toFixed(1)} ms`);
 for (const t of trees) console.log(`${path.basename(t)} status: median ${med(xs[t]).toFixed(1)} (+${(med(xs[t]) - med(xs.node)).toFixed(1)}) min ${min(xs[t]).toFixed(1)} (+${(min(xs[t]) - min(xs.node)).toFixed(1)}) ms`);
-for (const t of trees) { process.kill(homes[t].pid, 'SIGTERM'); }
-await new Promise((r) => setTimeout(r, 500));
-for (const t of trees) fs.rmSync(homes[t].home, { recursive: true, force: true });
+} finally {
+  // Every daemon this started is stopped by its pid, whatever failed.
+  for (const t of trees) if (homes[t]) try { process.kill(homes[t].pid, 'SIGTERM'); } catch {}
+  await new Promise((r) => setTimeout(r, 500));
+  for (const t of trees) if (homes[t]) fs.rmSync(homes[t].home, { recursive: true, force: true });
+}

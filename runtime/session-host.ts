@@ -42,8 +42,8 @@ export class SessionHost implements FeedSource {
   private log!: EventLog;
   private readonly tail: EventTail;
   private readonly feeds = new Set<SubscriptionFeed>();
-  /** The running command's screen (running-screen.ts is its one owner). */
-  private readonly screen: RunningScreen;
+  /** The running command's screen (running-screen.ts is its one owner; the host feeds it as it appends; Turns resizes it). */
+  readonly screen: RunningScreen;
   private closed = false;
 
   private constructor(
@@ -228,16 +228,6 @@ export class SessionHost implements FeedSource {
       this.screen.onEvent(type, stored.seq, data as { turnId?: string; tty?: boolean }, this.state.terminalSize);
     }
     return stored;
-  }
-
-  /** command/resize reached the running command's terminal: its screen takes the size too. */
-  resizeScreen(turnId: string, cols: number, rows: number): void {
-    this.screen.resize(turnId, cols, rows);
-  }
-
-  /** The running command's screen is behind its output (see running-screen.ts): the engine should wait in drained(). */
-  get screenBehind(): boolean {
-    return this.screen.behind;
   }
 
   captureScreen(): Promise<ScreenCapture | undefined> {

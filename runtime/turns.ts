@@ -132,7 +132,7 @@ export class Turns {
           this.d.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
         }
         // Behind when the disk is, or when the running command's screen has not parsed its output yet.
-        return host.backlogBytes < BACKLOG_HIGH_WATER && !host.screenBehind;
+        return host.backlogBytes < BACKLOG_HIGH_WATER && !host.screen.behind;
       },
       drained: () => host.drained(BACKLOG_HIGH_WATER),
       terminalSize: () => ({ ...host.state.terminalSize }),
@@ -204,7 +204,7 @@ export class Turns {
     const terminal = this.commandOf(host, turnId);
     host.state.terminalSize = { cols, rows };
     const applied = terminal ? terminal.resize(cols, rows) : false;
-    if (applied) host.resizeScreen(turnId, cols, rows);
+    if (applied) host.screen.resize(turnId, cols, rows);
     return { applied };
   }
 

@@ -29,6 +29,13 @@ export interface RuntimeOptions {
    * for a disk much slower than memory, where the page cache absorbs bursts of output better.
    */
   journalDirectIO?: boolean;
+  /**
+   * Keep a headless terminal emulator per command running in a pseudo-terminal, for subscriptions
+   * made with `screen: true`. true (default): parsed on a worker thread where the built package has
+   * its script, else on the event loop; 'inline': on the event loop; false: none (subscribers get the
+   * output as events).
+   */
+  commandScreens?: boolean | 'inline';
   logger?: RuntimeLogger;
   now?: () => number;
   /**

@@ -132,6 +132,26 @@ describe.skipIf(skipPython)('the Python client', () => {
     expect(order.slice(2)).toEqual([...order.slice(2)].sort((a, b) => a - b));
   });
 
+  it('subscribes with screen: true from a raw msgpack client: session/screen (bytes) before session/replayed, none of the output it stands for', async () => {
+    const python = requirePython();
+    home = makeHome('apy');
+    const env = envFor(home);
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, `astra daemon start failed: ${started.stderr}`).toBe(0);
+    pids.push(readRecordFile(home)!.pid);
+    const script = path.join(ROOT, 'test', 'contract', 'fixtures', 'screen_subscribe.py');
+    const out = await run(python, [script, path.dirname(CLIENT)], { ...env, PYTHONDONTWRITEBYTECODE: '1' }, 45_000, pids);
+    expect(out.code, `the Python script failed:\n${out.stderr}\n${out.stdout}`).toBe(0);
+    const r = JSON.parse(out.stdout.trim()) as { turnId: string; got: { seq?: number; type?: string; screen?: boolean; atSeq?: number; cols?: number; rows?: number; turnId?: string; dataIsBytes?: boolean; text?: string; replayed?: number }[] };
+    const screens = r.got.filter((g) => g.screen);
+    expect(screens).toHaveLength(1);
+    expect(screens[0]).toMatchObject({ turnId: r.turnId, cols: 80, rows: 24, dataIsBytes: true, alternate: false });
+    expect(screens[0]!.text).toContain('counter 200');
+    expect(r.got.filter((g) => g.type === 'command.output')).toEqual([]);
+    expect(r.got.at(-1)!.replayed).toEqual(expect.any(Number));
+    expect(r.got.findIndex((g) => g.screen)).toBe(r.got.length - 2);
+  });
+
   it('says how to start a daemon when none is running, and exits 3', async () => {
     const python = requirePython();
     home = makeHome('apy');

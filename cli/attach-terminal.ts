@@ -42,6 +42,8 @@ export class RawScreen {
   private active = false;
   /** The program is on the alternate screen (the last switch it made). */
   private alternate = false;
+  /** atLineStart of the normal screen while the program is on the alternate one. */
+  private normalAtLineStart = true;
 
   /** `tty`: stdout is a terminal (without one there is no region, no status line and nothing to restore). */
   constructor(private readonly tty: boolean) {}
@@ -89,8 +91,9 @@ export class RawScreen {
     const lines = s.scrollback === '' ? [] : s.scrollback.split('\n');
     if (this.tty) {
       let head = lines.map((l) => `${visible(l)}\r\n`).join('');
-      // Scroll the region's rows up and out, so the snapshot draws on an empty region from its top.
-      head += '\r\n'.repeat(this.programSize(this.cols, this.rows).rows) + '\x1b[H\x1b[0m';
+      // Scroll what the region shows up and out (into the terminal's scrollback: the cursor is on an
+      // empty row at the start of a line), then clear it, so the snapshot draws on an empty region.
+      head += '\r\n'.repeat(Math.max(0, this.programSize(this.cols, this.rows).rows - 1)) + '\x1b[0m\x1b[H\x1b[J';
       parts.push(Buffer.from(head));
     } else if (lines.length) parts.push(Buffer.from(lines.join('\n') + '\n'));
     parts.push(this.output(s.data));
@@ -135,7 +138,8 @@ export class RawScreen {
     if (!this.active) return '';
     this.active = false;
     if (!this.tty) return this.atLineStart ? '' : '\n';
-    const out = this.restoreBytes() + (this.atLineStart ? '' : '\r\n');
+    const atLineStart = this.alternate ? this.normalAtLineStart : this.atLineStart;
+    const out = this.restoreBytes() + (atLineStart ? '' : '\r\n');
     this.guard = undefined;
     return out;
   }
@@ -167,15 +171,16 @@ export class RawScreen {
     if (b.indexOf(PRIVATE_MODE) >= 0) {
       // eslint-disable-next-line no-control-regex
       for (const m of b.toString('latin1').matchAll(/\x1b\[\?([\d;]+)([hl])/g)) {
-        if (/(^|;)(1049|1047|47)(;|$)/.test(m[1]!)) this.alternate = m[2] === 'h';
+        if (!/(^|;)(1049|1047|47)(;|$)/.test(m[1]!)) continue;
+        const on = m[2] === 'h';
+        if (on && !this.alternate) this.normalAtLineStart = this.atLineStart;
+        if (!on && this.alternate) this.atLineStart = this.normalAtLineStart;
+        this.alternate = on;
       }
     }
     const tail = b.subarray(Math.max(0, b.length - 256)).toString('latin1');
-    if (/\x1b\[\?(?:1049|1047|47)l$/.test(tail)) {
-      // Back from the alternate screen: the cursor is where it was before, at the start of a line.
-      this.atLineStart = true;
-      return;
-    }
+    // Back from the alternate screen: where the normal screen's cursor was is known already.
+    if (/\x1b\[\?(?:1049|1047|47)l$/.test(tail)) return;
     const text = tail.replace(TRAILING_CSI, '');
     if (text.length > 0) this.atLineStart = text.endsWith('\n');
   }

@@ -15,7 +15,8 @@
 // Ctrl-] t) takes control unless attached with --observe. The user's terminal is put back
 // (restoreSequence) when a command ends, on detach, on SIGTERM/SIGHUP, on a crash and at exit.
 // The parts: attach-keys.ts (what keys do), attach-input.ts (prefix, input batching),
-// attach-view.ts (the one writer; lines and footer), attach-terminal.ts (the raw screen),
+// attach-program.ts (the running program's terminal: screen, keys, size), attach-view.ts (the one
+// writer; lines and footer), attach-terminal.ts (the raw screen; raw mode, signals, restore),
 // attach-status.ts (status texts), attach-control.ts (control: leases and approvals).
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
@@ -377,6 +378,7 @@ class Attach implements KeyHost {
       approvalAsked,
       input: '',
       editor: me && !approvalAsked && !this.daemonStopped ? this.keys.editor : undefined,
+      prefixArmed: this.keys.router.prefixArmed ? this.keys.prefix.name : undefined,
     } as const;
     const command = this.program.command;
     if (this.view.screenMode && command !== undefined) {

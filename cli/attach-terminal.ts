@@ -276,7 +276,10 @@ export class UserTerminal {
  * `bytes()` says what to write (synchronously — nothing async runs at exit). Returns the remover.
  */
 function installRestoreHooks(bytes: () => string, restoreInput: () => void): () => void {
+  let written = false;
   const write = () => {
+    if (written) return;
+    written = true;
     const b = bytes();
     restoreInput();
     if (b === '') return;

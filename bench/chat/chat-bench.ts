@@ -5,7 +5,8 @@
 //   first token: the server's first body byte → the first message.delta at the attached client
 //     (p50, p99), vs. the first parsed content at the direct reader.
 //   long answer: 16 observer processes of one session receiving a 50,000-token answer (one token per
-//     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer.
+//     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer;
+//     BENCH_CHAT_LONG_ROUNDS rounds (default 7), the two in turn, medians reported.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { DaemonProc } from '../daemon-proc.js';
@@ -16,6 +17,8 @@ export const FIRST_TURNS = Number(process.env.BENCH_CHAT_FIRST_TURNS ?? 200);
 const FIRST_WARMUP = 20;
 export const CHAT_OBSERVERS = 16;
 export const LONG_TOKENS = 50_000;
+/** Rounds of the long answer (each: the direct reader and the observers in turn). */
+export const LONG_ROUNDS = Number(process.env.BENCH_CHAT_LONG_ROUNDS ?? 7);
 
 interface Proc {
   proc: ChildProcess;
@@ -25,7 +28,10 @@ interface Proc {
 
 /** A node process of bench/chat/ that talks back with one JSON object per stdout line. */
 function start(script: string, args: string[], env: NodeJS.ProcessEnv = process.env): Proc {
-  const proc = spawn(process.execPath, [path.join(CHAT, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  // BENCH_CHAT_NODE_FLAGS adds node flags to these processes (e.g. --cpu-prof --cpu-prof-dir=DIR to
+  // profile the observers; BENCH_DAEMON_NODE_FLAGS does it for the daemon).
+  const extra = process.env.BENCH_CHAT_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const proc = spawn(process.execPath, [...extra, path.join(CHAT, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
   const lines: Record<string, unknown>[] = [];
   const waiters: ((m: Record<string, unknown>) => void)[] = [];
   let closed = false;
@@ -75,9 +81,12 @@ export interface ChatFigures {
   firstP99ms: number;
   directFirstP50ms: number;
   directFirstP99ms: number;
-  /** Per observer, from the server's first byte to message.completed. */
+  /** Per observer, from the server's first byte to message.completed: the median over the rounds. */
   observerTokensPerSec: number[];
+  /** The direct reader's, median over the rounds. */
   directTokensPerSec: number;
+  /** Per round, the slowest observer's tokens/s over the direct reader's of the same round. */
+  roundRatios: number[];
 }
 
 export async function runChatBench(log: (line: string) => void): Promise<ChatFigures> {
@@ -92,6 +101,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
   try {
     const { baseUrl } = (await server.next(15_000)) as { baseUrl: string };
     const firstBytes = async () => (await (await fetch(baseUrl.replace(/\/v1$/, '/__firstbytes'))).json()) as number[];
+    const lastBytes = async () => (await (await fetch(baseUrl.replace(/\/v1$/, '/__lastbytes'))).json()) as number[];
     daemon = new DaemonProc({ ASTRA_CHAT_BASE_URL: baseUrl, ASTRA_CHAT_MODEL: 'bench' });
     await daemon.start();
 
@@ -103,25 +113,66 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
     const astra = stats((await run('chat-worker.js', ['astra-first', daemon.home, String(FIRST_TURNS), String(FIRST_WARMUP)], daemon.env).next()).ms as number[]);
     log(`  chat first token: p50 ${astra.p50.toFixed(2)} ms (direct ${direct.p50.toFixed(2)} ms), p99 ${astra.p99.toFixed(2)} ms (direct ${direct.p99.toFixed(2)} ms)`);
 
-    await firstBytes();
-    const d = (await run('chat-worker.js', ['direct-stream', baseUrl, String(LONG_TOKENS)]).next()) as { endMs: number; tokens: number };
-    const [directStart] = await firstBytes();
-    if (d.tokens !== LONG_TOKENS) throw new Error(`bench chat: the direct reader saw ${d.tokens} of ${LONG_TOKENS} tokens`);
-    const directTokensPerSec = LONG_TOKENS / ((d.endMs - directStart!) / 1000);
-
+    // The long answer, LONG_ROUNDS times: in each round the direct reader and the daemon's observers
+    // read one answer each, in turn (alternating which goes first), so a ratio compares readers that
+    // shared the machine's load of that moment; the figures are medians over the rounds.
     const client = await daemon.client('bench-chat-long');
     try {
       const { session } = await client.session.create({ title: 'bench chat long answer', engine: 'chat', approvalPolicy: 'auto' });
       await client.acquireController(session.id);
-      const observers = Array.from({ length: CHAT_OBSERVERS }, () => run('chat-worker.js', ['astra-observe', daemon!.home, session.id, String(session.headSeq)], daemon!.env));
+      const observers = Array.from({ length: CHAT_OBSERVERS }, () =>
+        run('chat-worker.js', ['astra-observe', daemon!.home, session.id, String(session.headSeq), String(LONG_ROUNDS)], daemon!.env),
+      );
       for (const o of observers) await o.next(30_000);
-      await client.turn.start({ sessionId: session.id, input: { text: `tokens=${LONG_TOKENS}` } });
-      const ends = (await Promise.all(observers.map((o) => o.next()))) as { endMs: number; tokens: number }[];
-      const [start] = await firstBytes();
-      for (const e of ends) if (e.tokens !== LONG_TOKENS) throw new Error(`bench chat: an observer saw ${e.tokens} of ${LONG_TOKENS} tokens`);
-      const observerTokensPerSec = ends.map((e) => LONG_TOKENS / ((e.endMs - start!) / 1000));
-      log(`  chat ${LONG_TOKENS} tokens to ${CHAT_OBSERVERS} observers: slowest ${Math.min(...observerTokensPerSec).toFixed(0)} tokens/s, median ${median(observerTokensPerSec).toFixed(0)} (direct ${directTokensPerSec.toFixed(0)})`);
-      return { firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec };
+      await firstBytes();
+      await lastBytes();
+      const directRounds: number[] = [];
+      const observerRounds: number[][] = [];
+      const ratios: number[] = [];
+      const directRound = async () => {
+        const d = (await run('chat-worker.js', ['direct-stream', baseUrl, String(LONG_TOKENS)]).next()) as { endMs: number; tokens: number };
+        const [first] = await firstBytes();
+        const [last] = await lastBytes();
+        if (d.tokens !== LONG_TOKENS) throw new Error(`bench chat: the direct reader saw ${d.tokens} of ${LONG_TOKENS} tokens`);
+        return { tps: LONG_TOKENS / ((d.endMs - first!) / 1000), wroteMs: last! - first!, lagMs: d.endMs - last! };
+      };
+      const astraRound = async () => {
+        await client.turn.start({ sessionId: session.id, input: { text: `tokens=${LONG_TOKENS}` } });
+        const ends = (await Promise.all(observers.map((o) => o.next()))) as { endMs: number; tokens: number; deltas: number }[];
+        const [first] = await firstBytes();
+        const [last] = await lastBytes();
+        for (const e of ends) if (e.tokens !== LONG_TOKENS) throw new Error(`bench chat: an observer saw ${e.tokens} of ${LONG_TOKENS} tokens`);
+        const slowestEnd = Math.max(...ends.map((e) => e.endMs));
+        return { tps: ends.map((e) => LONG_TOKENS / ((e.endMs - first!) / 1000)), wroteMs: last! - first!, lagMs: slowestEnd - last!, deltas: ends[0]!.deltas };
+      };
+      for (let r = 0; r < LONG_ROUNDS; r++) {
+        let d, a;
+        if (r % 2 === 0) {
+          d = await directRound();
+          a = await astraRound();
+        } else {
+          a = await astraRound();
+          d = await directRound();
+        }
+        directRounds.push(d.tps);
+        observerRounds.push(a.tps);
+        ratios.push(Math.min(...a.tps) / d.tps);
+        // Where the time goes: how long the server took to write the answer (a slow reader holds it
+        // back), and how long after its last byte the answer's end reached the (slowest) reader.
+        log(
+          `    round ${r + 1}: slowest observer ${Math.min(...a.tps).toFixed(0)} tokens/s, direct ${d.tps.toFixed(0)} (${ratios[r]!.toFixed(2)}×); ` +
+            `server wrote it in ${a.wroteMs.toFixed(0)} ms to the daemon, ${d.wroteMs.toFixed(0)} ms to the direct reader; ` +
+            `its end came ${a.lagMs.toFixed(1)} / ${d.lagMs.toFixed(1)} ms after the last byte; ${a.deltas} message.delta events`,
+        );
+      }
+      const observerTokensPerSec = observers.map((_, i) => median(observerRounds.map((round) => round[i]!)));
+      const directTokensPerSec = median(directRounds);
+      const sorted = [...ratios].sort((x, y) => x - y);
+      log(
+        `  chat ${LONG_TOKENS} tokens to ${CHAT_OBSERVERS} observers, ${LONG_ROUNDS} rounds: slowest ${Math.min(...observerTokensPerSec).toFixed(0)} tokens/s, ` +
+          `median ${median(observerTokensPerSec).toFixed(0)} (direct ${directTokensPerSec.toFixed(0)}); slowest/direct per round ${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}×, median ${median(ratios).toFixed(2)}×`,
+      );
+      return { firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
     } finally {
       await client.close();
     }

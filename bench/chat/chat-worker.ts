@@ -2,7 +2,7 @@
 //   direct-first <baseUrl> <n> <warmup>       n short answers read straight from the server: ms after its first byte
 //   astra-first <home> <n> <warmup>           the same through a chat session: ms to the first message.delta
 //   direct-stream <baseUrl> <tokens>          one long answer read straight from the server: its end, tokens seen
-//   astra-observe <home> <sessionId> <seq>    an observer of a chat session: the end of the answer, tokens seen
+//   astra-observe <home> <sessionId> <seq> <n>  an observer of a chat session: per answer (n of them), its end and tokens seen
 // Both kinds of reader parse the SSE stream (the direct one as the engine must), so the difference is Astra.
 import { AstraClient } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
@@ -101,21 +101,29 @@ async function main([role, ...args]: string[]): Promise<void> {
       return;
     }
     case 'astra-observe': {
-      const [home, sessionId, seq] = [args[0]!, args[1]!, Number(args[2])];
+      const [home, sessionId, seq, rounds] = [args[0]!, args[1]!, Number(args[2]), Number(args[3] ?? 1)];
       const client = await connect(home, 'bench-chat-observer');
       let chars = 0;
-      let resolveDone!: (endMs: number) => void;
-      const done = new Promise<number>((r) => (resolveDone = r));
+      let deltas = 0;
+      let answers = 0;
+      let resolveDone!: () => void;
+      const done = new Promise<void>((r) => (resolveDone = r));
       const sub = await client.subscribe(sessionId, {
         sinceSeq: seq,
         onEvent: (ev) => {
-          if (ev.type === 'message.delta') chars += (ev.data as { text: string }).text.length;
-          else if (ev.type === 'message.completed') resolveDone(wallMs());
+          if (ev.type === 'message.delta') {
+            chars += (ev.data as { text: string }).text.length;
+            deltas++;
+          } else if (ev.type === 'message.completed') {
+            tell({ endMs: wallMs(), tokens: chars / TOKEN.length, deltas });
+            chars = 0;
+            deltas = 0;
+            if (++answers === rounds) resolveDone();
+          }
         },
       });
       tell({ ready: true });
-      const endMs = await done;
-      tell({ endMs, tokens: chars / TOKEN.length });
+      await done;
       await sub.close();
       await client.close();
       return;

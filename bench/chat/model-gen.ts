@@ -3,7 +3,8 @@
 // 50,000-token stream). The last user message says what to answer: `tokens=N` streams N tokens, one
 // per SSE chunk (one write each, awaiting drain), then finish_reason stop, usage and [DONE]. It records
 // the wall time of each answer's first body byte (the first token's write), so a reader in another
-// process can measure from it: GET /__firstbytes returns them in request order and clears them.
+// process can measure from it: GET /__firstbytes returns them in request order and clears them;
+// GET /__lastbytes does the same for the times each answer's last byte was handed to the socket.
 //   node dist/bench/chat/model-gen.js   → prints {"port","baseUrl","pid"} as one line
 import * as http from 'node:http';
 import { wallMs } from '../lib.js';
@@ -19,7 +20,7 @@ function tokensAsked(body: unknown): number {
   return m ? Number(m[1]) : 3;
 }
 
-async function answer(res: http.ServerResponse, tokens: number, firstBytes: number[]): Promise<void> {
+async function answer(res: http.ServerResponse, tokens: number, firstBytes: number[], lastBytes: number[]): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
   for (let i = 0; i < tokens; i++) {
@@ -31,17 +32,20 @@ async function answer(res: http.ServerResponse, tokens: number, firstBytes: numb
   res.write(chunk({}, 'stop'));
   res.write(`data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1767225600, model: 'bench', choices: [], usage: { prompt_tokens: 10, completion_tokens: tokens, total_tokens: tokens + 10 } })}\n\n`);
   res.end('data: [DONE]\n\n');
+  lastBytes.push(wallMs());
 }
 
 export function serve(): Promise<http.Server> {
   let firstBytes: number[] = [];
+  let lastBytes: number[] = [];
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
-      if (req.url === '/__firstbytes') {
-        const fb = firstBytes;
-        firstBytes = [];
+      if (req.url === '/__firstbytes' || req.url === '/__lastbytes') {
+        const fb = req.url === '/__firstbytes' ? firstBytes : lastBytes;
+        if (req.url === '/__firstbytes') firstBytes = [];
+        else lastBytes = [];
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(fb));
         return;
@@ -57,7 +61,7 @@ export function serve(): Promise<http.Server> {
       } catch {
         body = undefined;
       }
-      void answer(res, tokensAsked(body), firstBytes);
+      void answer(res, tokensAsked(body), firstBytes, lastBytes);
     });
   });
   return new Promise((resolve, reject) => {

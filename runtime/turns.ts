@@ -143,6 +143,7 @@ export class Turns {
     const data: EventData<'turn.completed'> = { turnId, status: result.status };
     if (result.exitCode !== undefined) data.exitCode = result.exitCode;
     if (result.error !== undefined) data.error = result.error;
+    if (result.reason !== undefined && turn.failure === undefined) data.reason = result.reason;
     try {
       if (turn.failure !== undefined) host.append('error', { reason: 'disk_full', message: turn.failure, turnId });
       host.append('turn.completed', data);

@@ -1,9 +1,10 @@
 // One process of the chat rows (bench/chat/chat-bench.ts), chosen by argv; one JSON object per stdout line.
 //   direct-first <baseUrl> <n> <warmup>       n short answers read straight from the server: ms after its first byte
 //   astra-first <home> <n> <warmup>           the same through a chat session: ms to the first message.delta
-//   direct-stream <baseUrl> <tokens>          one long answer read straight from the server: its end, tokens seen
+//   direct-stream <baseUrl> <tokens> <n>      n long answers read straight from the server, one per stdin line: each one's end, tokens seen
 //   astra-observe <home> <sessionId> <seq> <n>  an observer of a chat session: per answer (n of them), its end and tokens seen
 // Both kinds of reader parse the SSE stream (the direct one as the engine must), so the difference is Astra.
+import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
@@ -42,6 +43,12 @@ async function readSse(baseUrl: string, text: string, onContent: (chars: number)
 async function firstBytes(baseUrl: string): Promise<number[]> {
   return (await (await fetch(baseUrl.replace(/\/v1$/, '/__firstbytes'))).json()) as number[];
 }
+
+/** This process's CPU time so far (user + system), ms. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 const connect = (home: string, name: string) => AstraClient.connect({ clientName: name, home, autoStart: false, reconnect: false });
 
@@ -94,10 +101,18 @@ async function main([role, ...args]: string[]): Promise<void> {
       return;
     }
     case 'direct-stream': {
-      const [baseUrl, tokens] = [args[0]!, Number(args[1])];
-      let chars = 0;
-      await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
-      tell({ endMs: wallMs(), tokens: chars / TOKEN.length });
+      // One long answer per line on stdin (the bench sends one per round), in one process, so the
+      // reader is as warm after the first round as the daemon's observers are.
+      const [baseUrl, tokens, rounds] = [args[0]!, Number(args[1]), Number(args[2] ?? 1)];
+      const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+      tell({ ready: true });
+      for (let r = 0; r < rounds; r++) {
+        if ((await lines.next()).done) return;
+        let chars = 0;
+        const cpu0 = cpuMs();
+        await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
+        tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
+      }
       return;
     }
     case 'astra-observe': {
@@ -115,7 +130,7 @@ async function main([role, ...args]: string[]): Promise<void> {
             chars += (ev.data as { text: string }).text.length;
             deltas++;
           } else if (ev.type === 'message.completed') {
-            tell({ endMs: wallMs(), tokens: chars / TOKEN.length, deltas });
+            tell({ endMs: wallMs(), tokens: chars / TOKEN.length, deltas, cpuMs: cpuMs() });
             chars = 0;
             deltas = 0;
             if (++answers === rounds) resolveDone();

@@ -559,6 +559,8 @@ async function main(): Promise<void> {
     figures.push(
       jf('chat.firstTokenP50ms', 'chat: model server\'s first byte → first message.delta, p50 (bare: direct reader)', 'ms', 'lower', chat.firstP50ms, chat.directFirstP50ms, '≤ bare + 1 ms', chat.firstP50ms - chat.directFirstP50ms <= 1),
       jf('chat.firstTokenP99ms', 'chat: the same, p99', 'ms', 'lower', chat.firstP99ms, chat.directFirstP99ms, '', true),
+      jf('chat.toolRoundTripP50ms', 'chat: tool round trip, the call\'s last byte → the next model request (auto-approved `true`), p50 (bare: a client running it itself)', 'ms', 'lower', chat.toolP50ms, chat.directToolP50ms, '', true),
+      jf('chat.toolRoundTripP99ms', 'chat: the same, p99', 'ms', 'lower', chat.toolP99ms, chat.directToolP99ms, '', true),
       jf('chat.slowestObserverTokensPerSec', `chat: ${LONG_TOKENS.toLocaleString('en-US')}-token answer to ${CHAT_OBSERVERS} observers, slowest, median of ${LONG_ROUNDS} rounds (bare: direct reader; target on the median per-round ratio)`, 'tokens/s', 'higher', chat.slowestTokensPerSec, chat.directTokensPerSec, '≥ 0.9× bare', chat.medianRatio >= 0.9),
       jf('chat.medianObserverTokensPerSec', 'chat: the same, median observer', 'tokens/s', 'higher', median(chat.observerTokensPerSec), chat.directTokensPerSec, '', true),
       jf('chat.cpuMsPerAnswer', 'chat: CPU the daemon spends on one 50,000-token answer, 16 observers (bare: the direct reader\'s)', 'ms', 'lower', chat.daemonCpuMsPerAnswer, chat.directCpuMsPerAnswer, '', true),

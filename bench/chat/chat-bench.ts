@@ -4,6 +4,9 @@
 // server in the same run.
 //   first token: the server's first body byte → the first message.delta at the attached client
 //     (p50, p99), vs. the first parsed content at the direct reader.
+//   tool round trip: the end of an answer whose model calls shell `true` → the next model request
+//     (approved automatically, run, its result in the request), at the server; vs. a client that
+//     reads the call, runs `/bin/sh -c true` and sends the next request itself.
 //   long answer: 16 observer processes of one session receiving a 50,000-token answer (one token per
 //     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer;
 //     BENCH_CHAT_LONG_ROUNDS rounds (default 7), the two in turn, medians reported.
@@ -18,6 +21,8 @@ export const FIRST_TURNS = Number(process.env.BENCH_CHAT_FIRST_TURNS ?? 200);
 const FIRST_WARMUP = 20;
 export const CHAT_OBSERVERS = 16;
 export const LONG_TOKENS = 50_000;
+export const TOOL_TURNS = Number(process.env.BENCH_CHAT_TOOL_TURNS ?? 50);
+const TOOL_WARMUP = 5;
 /** Rounds of the long answer (each: the direct reader and the observers in turn). */
 export const LONG_ROUNDS = Number(process.env.BENCH_CHAT_LONG_ROUNDS ?? 7);
 
@@ -98,6 +103,11 @@ export interface ChatFigures {
   directTokensPerSec: number;
   /** Per round, the slowest observer's tokens/s over the direct reader's of the same round. */
   roundRatios: number[];
+  /** The end of an answer calling shell `true` → the next model request (auto-approved), at the server. */
+  toolP50ms: number;
+  toolP99ms: number;
+  directToolP50ms: number;
+  directToolP99ms: number;
   /** The slowest observer's tokens/s of each round, median over the rounds. */
   slowestTokensPerSec: number;
   /** The median of roundRatios: what the ≥ 0.9× target is judged on. */
@@ -129,6 +139,24 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
     };
     const direct = stats((await run('chat-worker.js', ['direct-first', baseUrl, String(FIRST_TURNS), String(FIRST_WARMUP)]).next()).ms as number[]);
     const astra = stats((await run('chat-worker.js', ['astra-first', daemon.home, String(FIRST_TURNS), String(FIRST_WARMUP)], daemon.env).next()).ms as number[]);
+    // The tool round trip: the end of an answer asking for shell `true` → the next model request
+    // (auto-approved, run, its result sent), measured at the server for both.
+    const requestTimes = async () => (await (await fetch(baseUrl.replace(/\/v1$/, '/__requests'))).json()) as number[];
+    const toolTrips = async (worker: Proc): Promise<number[]> => {
+      await requestTimes();
+      await lastBytes();
+      await worker.next();
+      const [reqs, ends] = [await requestTimes(), await lastBytes()];
+      const trips: number[] = [];
+      // Per round trip: the tool call's request and answer, then the request with its result and its answer.
+      for (let i = TOOL_WARMUP; 2 * i + 1 < reqs.length; i++) trips.push(reqs[2 * i + 1]! - ends[2 * i]!);
+      return trips;
+    };
+    await firstBytes();
+    const directTool = stats(await toolTrips(run('chat-worker.js', ['direct-tool', baseUrl, String(TOOL_TURNS + TOOL_WARMUP)])));
+    const astraTool = stats(await toolTrips(run('chat-worker.js', ['astra-tool', daemon.home, String(TOOL_TURNS + TOOL_WARMUP)], daemon.env)));
+    await firstBytes();
+    log(`  chat tool round trip: p50 ${astraTool.p50.toFixed(2)} ms (direct ${directTool.p50.toFixed(2)} ms), p99 ${astraTool.p99.toFixed(2)} ms (direct ${directTool.p99.toFixed(2)} ms)`);
     log(`  chat first token: p50 ${astra.p50.toFixed(2)} ms (direct ${direct.p50.toFixed(2)} ms), p99 ${astra.p99.toFixed(2)} ms (direct ${direct.p99.toFixed(2)} ms)`);
 
     // The long answer, LONG_ROUNDS times: in each round the direct reader and the daemon's observers
@@ -212,7 +240,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
           `direct reader ${median(cpu.direct).toFixed(0)} ms (${(median(cpu.daemon) / median(cpu.direct)).toFixed(2)}× the direct reader's in the daemon)`,
       );
       const slowestTokensPerSec = median(observerRounds.map((round) => Math.min(...round)));
-      return { slowestTokensPerSec, medianRatio: median(ratios), daemonCpuMsPerAnswer: median(cpu.daemon), directCpuMsPerAnswer: median(cpu.direct), firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
+      return { toolP50ms: astraTool.p50, toolP99ms: astraTool.p99, directToolP50ms: directTool.p50, directToolP99ms: directTool.p99, slowestTokensPerSec, medianRatio: median(ratios), daemonCpuMsPerAnswer: median(cpu.daemon), directCpuMsPerAnswer: median(cpu.direct), firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
     } finally {
       await client.close();
     }

@@ -1,9 +1,12 @@
 // One process of the chat rows (bench/chat/chat-bench.ts), chosen by argv; one JSON object per stdout line.
 //   direct-first <baseUrl> <n> <warmup>       n short answers read straight from the server: ms after its first byte
 //   astra-first <home> <n> <warmup>           the same through a chat session: ms to the first message.delta
+//   direct-tool <baseUrl> <n>                 n tool round trips without Astra: the call read, `sh -c true` run, the next request sent
+//   astra-tool <home> <n>                     n chat turns whose model calls shell `true` (auto-approved), then answers
 //   direct-stream <baseUrl> <tokens> <n>      n long answers read straight from the server, one per stdin line: each one's end, tokens seen
 //   astra-observe <home> <sessionId> <seq> <n>  an observer of a chat session: per answer (n of them), its end and tokens seen
 // Both kinds of reader parse the SSE stream (the direct one as the engine must), so the difference is Astra.
+import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
@@ -96,6 +99,50 @@ async function main([role, ...args]: string[]): Promise<void> {
       }
       const fb = await firstBytes(baseUrl);
       tell({ ms: seen.slice(warmup).map((t, i) => t - fb[warmup + i]!) });
+      await sub.close();
+      await client.close();
+      return;
+    }
+    case 'direct-tool': {
+      // The tool round trip without Astra: read the answer with its tool call, run the command as the
+      // engine would (/bin/sh -c, its output read), send the next request; n times.
+      const [baseUrl, n] = [args[0]!, Number(args[1])];
+      for (let i = 0; i < n; i++) {
+        await readSse(baseUrl, 'tool', () => {});
+        await new Promise<void>((resolve, reject) => {
+          const child = spawn('/bin/sh', ['-c', 'true'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+          child.stdout.resume();
+          child.stderr.resume();
+          child.once('error', reject);
+          child.once('close', () => resolve());
+        });
+        await readSse(baseUrl, 'tokens=3', () => {});
+      }
+      tell({ done: true });
+      return;
+    }
+    case 'astra-tool': {
+      const [home, n] = [args[0]!, Number(args[1])];
+      const client = await connect(home, 'bench-chat-tool');
+      const { session } = await client.session.create({ title: 'bench chat tool round trip', engine: 'chat', approvalPolicy: 'auto' });
+      await client.acquireController(session.id);
+      let onEvent: (ev: SessionEvent) => void = () => {};
+      const sub = await client.subscribe(session.id, { sinceSeq: session.headSeq, onEvent: (ev) => onEvent(ev) });
+      for (let i = 0; i < n; i++) {
+        const done = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`a chat turn did not complete within 30 s; see the daemon's log under ${home}/logs`)), 30_000);
+          onEvent = (ev) => {
+            if (ev.type !== 'turn.completed') return;
+            clearTimeout(timer);
+            const status = (ev.data as { status?: string }).status;
+            if (status !== 'completed') reject(new Error(`a chat turn ended ${status}: ${JSON.stringify(ev.data)}`));
+            else resolve();
+          };
+        });
+        await client.turn.start({ sessionId: session.id, input: { text: 'tool' } });
+        await done;
+      }
+      tell({ done: true });
       await sub.close();
       await client.close();
       return;

@@ -21,6 +21,8 @@ const LEASE_REASONS: Record<string, string> = {
  * `cancelled`, which would read as if someone had pressed Ctrl-C.
  */
 export function turnEndText(data: SessionEvent<'turn.completed'>['data'], denied = false): string {
+  // A daemon that says why (turn.completed's reason); `denied` for journals written before it did.
+  if (data.reason && data.status === 'cancelled' && data.reason.startsWith('denied')) return `turn ${data.reason}`;
   if (denied && data.status === 'cancelled') return 'turn denied: the command was not run';
   const exit = data.exitCode !== undefined && data.exitCode !== null ? ` (exit ${data.exitCode})` : '';
   const err = data.error ? `: ${data.error}` : '';

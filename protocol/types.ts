@@ -98,6 +98,8 @@ export const EVENT_DATA = {
     status: oneOf(FINAL_TURN_STATUSES),
     exitCode: opt(nullable(int())),
     error: opt(str()),
+    /** Why the turn ended as it did when no one cancelled it and nothing failed: 'denied: …' when its command was denied (or its approval expired). */
+    reason: opt(str()),
   }),
   error: obj({ message: str(), reason: opt(str()), turnId: opt(str()), code: opt(str()), retryable: opt(bool()) }),
 } as const;

@@ -50,6 +50,8 @@ export interface EngineResult {
   status: 'completed' | 'failed' | 'cancelled';
   exitCode?: number | null;
   error?: string;
+  /** turn.completed's `reason`: why a turn ended without a cancel or a failure (its command denied). */
+  reason?: string;
 }
 
 export interface Engine {

@@ -7,6 +7,7 @@ import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
 import type { ApprovalRequest, CommandTerminal } from './engine.js';
 import { RecordKind } from './journal.js';
 import { IdempotencyTable } from './idempotency.js';
+import { TranscriptEvents } from './chat/transcript.js';
 import type { SessionMeta } from './session-meta.js';
 
 export interface RunningTurn {
@@ -47,6 +48,8 @@ export class SessionState {
   readonly openCommands = new Map<number, number>();
   /** Tool calls (tool.call) without their tool.result yet: callId → turnId (answered 'interrupted' if the turn is found interrupted). */
   readonly openToolCalls = new Map<string, string>();
+  /** A chat session's conversation events (the chat engine's ctx.history()); empty for other engines. */
+  readonly transcript = new TranscriptEvents();
   /** The controller's terminal size (command/resize), which commands start at; not journaled. */
   terminalSize = { cols: 80, rows: 24 };
   /**
@@ -128,6 +131,7 @@ export class SessionState {
       default:
         break;
     }
+    if (m.engine === 'chat') this.transcript.add(e.type, e.data);
   }
 
   /** What the fold of a streamed-output event (command.output, message.delta) amounts to, without building the event. */

@@ -7,8 +7,9 @@
 // Status policy: a command that runs and exits non-zero still ends the turn 'completed' with its
 // exitCode (a failing command is a result, not a turn failure). 'failed' means the command could not
 // be run at all (cwd missing, spawn error). 'cancelled' means the turn was cancelled or the approval
-// was denied (in which case nothing ran).
+// was denied or expired (in which case nothing ran, and turn.completed's `reason` says 'denied: …').
 import * as fs from 'node:fs';
+import { isAstraError } from '../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
 import { startPtyCommand, type PtyCommand } from './terminal/pty-command.js';
 
@@ -38,10 +39,12 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
         let decision: 'approve' | 'deny';
         try {
           decision = await ctx.requestApproval({ command, cwd: ctx.cwd });
-        } catch {
+        } catch (e) {
+          // An expired approval is a denial nobody gave; a withdrawn one (the turn cancelled) is a cancel.
+          if (isAstraError(e) && e.reason === 'approval_expired') return { status: 'cancelled', reason: `denied: the approval expired, ${e.message.replace(/^The approval expired: /, '').replace(/\.$/, '')}; the command was not run` };
           return { status: 'cancelled' };
         }
-        if (decision !== 'approve') return { status: 'cancelled' };
+        if (decision !== 'approve') return { status: 'cancelled', reason: 'denied: the command was not run' };
       }
       if (ctx.signal.aborted) return { status: 'cancelled' };
 

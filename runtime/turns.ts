@@ -15,7 +15,6 @@ import { runShellCommand } from './shell-engine.js';
 import { chatCommandEnv } from './chat/options.js';
 import type { ChatEngineContext, ToolCommandOutcome } from './chat/context.js';
 import { OutputCapture } from './chat/tool-output.js';
-import { TRANSCRIPT_EVENT_TYPES, type RecordedEvent } from './chat/transcript.js';
 import type { RunningTurn } from './session-state.js';
 
 /** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */
@@ -28,21 +27,6 @@ export interface TurnDeps {
   approvals: Approvals;
   isClosed(): boolean;
   ended(sessionId: string, turnId: string, status: FinalTurnStatus): void;
-}
-
-/** The session's published events of the transcript's types, earliest first (chat engine: ctx.history). */
-async function readHistory(host: SessionHost): Promise<RecordedEvent[]> {
-  const out: RecordedEvent[] = [];
-  const wanted = new Set<string>(TRANSCRIPT_EVENT_TYPES);
-  for (let after = 0; ; ) {
-    const page = await host.readPublished(after, 10_000, 8 * 1024 * 1024);
-    if (page.length === 0) return out;
-    for (const s of page) {
-      const e = s.event;
-      if (wanted.has(e.type)) out.push({ type: e.type, data: e.data });
-    }
-    after = page[page.length - 1]!.seq;
-  }
 }
 
 /**
@@ -143,7 +127,8 @@ export class Turns {
         };
       },
       requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req),
-      history: () => readHistory(host),
+      // Folded as events are appended (SessionState.transcript): no journal read per turn.
+      history: async () => host.state.transcript.list(),
       runCommand: (req) => runToolCommand(ctx, req),
     };
     let result: EngineResult;
@@ -159,6 +144,7 @@ export class Turns {
     const data: EventData<'turn.completed'> = { turnId, status: result.status };
     if (result.exitCode !== undefined) data.exitCode = result.exitCode;
     if (result.error !== undefined) data.error = result.error;
+    if (result.reason !== undefined && turn.failure === undefined) data.reason = result.reason;
     try {
       if (turn.failure !== undefined) host.append('error', { reason: 'disk_full', message: turn.failure, turnId });
       host.append('turn.completed', data);

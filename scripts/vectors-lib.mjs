@@ -392,6 +392,10 @@ export function buildVectors(p, ipc) {
     method: 'session/event',
     params: { ...event(seq++, 'message.completed', { turnId: TURN_ID, text: 'done', tokens: 12 }), origin: 'future' },
   }, { method: 'session/event', eventType: 'message.completed' });
+  add('event-turn.completed-denied', 'A shell turn whose command was denied: cancelled, with reason (absent on a cancel).', D2C, 'notification', {
+    method: 'session/event',
+    params: event(seq++, 'turn.completed', { turnId: TURN_ID, status: 'cancelled', reason: 'denied: the command was not run' }),
+  }, { method: 'session/event', eventType: 'turn.completed' });
 
   // ---- refused on purpose ----
   add('invalid-integer-2pow53-plus-1', 'sinceSeq 2^53+1 is outside the safe range: refused as invalid_request.', C2D, 'request', {

@@ -1,9 +1,13 @@
 // One process of the chat rows (bench/chat/chat-bench.ts), chosen by argv; one JSON object per stdout line.
 //   direct-first <baseUrl> <n> <warmup>       n short answers read straight from the server: ms after its first byte
 //   astra-first <home> <n> <warmup>           the same through a chat session: ms to the first message.delta
-//   direct-stream <baseUrl> <tokens>          one long answer read straight from the server: its end, tokens seen
-//   astra-observe <home> <sessionId> <seq>    an observer of a chat session: the end of the answer, tokens seen
+//   direct-tool <baseUrl> <n>                 n tool round trips without Astra: the call read, `sh -c true` run, the next request sent
+//   astra-tool <home> <n>                     n chat turns whose model calls shell `true` (auto-approved), then answers
+//   direct-stream <baseUrl> <tokens> <n>      n long answers read straight from the server, one per stdin line: each one's end, tokens seen
+//   astra-observe <home> <sessionId> <seq> <n>  an observer of a chat session: per answer (n of them), its end and tokens seen
 // Both kinds of reader parse the SSE stream (the direct one as the engine must), so the difference is Astra.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
@@ -42,6 +46,12 @@ async function readSse(baseUrl: string, text: string, onContent: (chars: number)
 async function firstBytes(baseUrl: string): Promise<number[]> {
   return (await (await fetch(baseUrl.replace(/\/v1$/, '/__firstbytes'))).json()) as number[];
 }
+
+/** This process's CPU time so far (user + system), ms. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 const connect = (home: string, name: string) => AstraClient.connect({ clientName: name, home, autoStart: false, reconnect: false });
 
@@ -93,29 +103,89 @@ async function main([role, ...args]: string[]): Promise<void> {
       await client.close();
       return;
     }
+    case 'direct-tool': {
+      // The tool round trip without Astra: read the answer with its tool call, run the command as the
+      // engine would (/bin/sh -c, its output read), send the next request; n times.
+      const [baseUrl, n] = [args[0]!, Number(args[1])];
+      for (let i = 0; i < n; i++) {
+        await readSse(baseUrl, 'tool', () => {});
+        await new Promise<void>((resolve, reject) => {
+          const child = spawn('/bin/sh', ['-c', 'true'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+          child.stdout.resume();
+          child.stderr.resume();
+          child.once('error', reject);
+          child.once('close', () => resolve());
+        });
+        await readSse(baseUrl, 'tokens=3', () => {});
+      }
+      tell({ done: true });
+      return;
+    }
+    case 'astra-tool': {
+      const [home, n] = [args[0]!, Number(args[1])];
+      const client = await connect(home, 'bench-chat-tool');
+      const { session } = await client.session.create({ title: 'bench chat tool round trip', engine: 'chat', approvalPolicy: 'auto' });
+      await client.acquireController(session.id);
+      let onEvent: (ev: SessionEvent) => void = () => {};
+      const sub = await client.subscribe(session.id, { sinceSeq: session.headSeq, onEvent: (ev) => onEvent(ev) });
+      for (let i = 0; i < n; i++) {
+        const done = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`a chat turn did not complete within 30 s; see the daemon's log under ${home}/logs`)), 30_000);
+          onEvent = (ev) => {
+            if (ev.type !== 'turn.completed') return;
+            clearTimeout(timer);
+            const status = (ev.data as { status?: string }).status;
+            if (status !== 'completed') reject(new Error(`a chat turn ended ${status}: ${JSON.stringify(ev.data)}`));
+            else resolve();
+          };
+        });
+        await client.turn.start({ sessionId: session.id, input: { text: 'tool' } });
+        await done;
+      }
+      tell({ done: true });
+      await sub.close();
+      await client.close();
+      return;
+    }
     case 'direct-stream': {
-      const [baseUrl, tokens] = [args[0]!, Number(args[1])];
-      let chars = 0;
-      await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
-      tell({ endMs: wallMs(), tokens: chars / TOKEN.length });
+      // One long answer per line on stdin (the bench sends one per round), in one process, so the
+      // reader is as warm after the first round as the daemon's observers are.
+      const [baseUrl, tokens, rounds] = [args[0]!, Number(args[1]), Number(args[2] ?? 1)];
+      const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+      tell({ ready: true });
+      for (let r = 0; r < rounds; r++) {
+        if ((await lines.next()).done) return;
+        let chars = 0;
+        const cpu0 = cpuMs();
+        await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
+        tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
+      }
       return;
     }
     case 'astra-observe': {
-      const [home, sessionId, seq] = [args[0]!, args[1]!, Number(args[2])];
+      const [home, sessionId, seq, rounds] = [args[0]!, args[1]!, Number(args[2]), Number(args[3] ?? 1)];
       const client = await connect(home, 'bench-chat-observer');
       let chars = 0;
-      let resolveDone!: (endMs: number) => void;
-      const done = new Promise<number>((r) => (resolveDone = r));
+      let deltas = 0;
+      let answers = 0;
+      let resolveDone!: () => void;
+      const done = new Promise<void>((r) => (resolveDone = r));
       const sub = await client.subscribe(sessionId, {
         sinceSeq: seq,
         onEvent: (ev) => {
-          if (ev.type === 'message.delta') chars += (ev.data as { text: string }).text.length;
-          else if (ev.type === 'message.completed') resolveDone(wallMs());
+          if (ev.type === 'message.delta') {
+            chars += (ev.data as { text: string }).text.length;
+            deltas++;
+          } else if (ev.type === 'message.completed') {
+            tell({ endMs: wallMs(), tokens: chars / TOKEN.length, deltas, cpuMs: cpuMs() });
+            chars = 0;
+            deltas = 0;
+            if (++answers === rounds) resolveDone();
+          }
         },
       });
       tell({ ready: true });
-      const endMs = await done;
-      tell({ endMs, tokens: chars / TOKEN.length });
+      await done;
       await sub.close();
       await client.close();
       return;

@@ -3,7 +3,10 @@
 // 50,000-token stream). The last user message says what to answer: `tokens=N` streams N tokens, one
 // per SSE chunk (one write each, awaiting drain), then finish_reason stop, usage and [DONE]. It records
 // the wall time of each answer's first body byte (the first token's write), so a reader in another
-// process can measure from it: GET /__firstbytes returns them in request order and clears them.
+// process can measure from it: GET /__firstbytes returns them in request order and clears them;
+// GET /__lastbytes does the same for the times each answer's last byte was handed to the socket,
+// GET /__requests for the times each request's body had arrived. A last user message with the word
+// `tool` (and no tool result after it) is answered with a call of the shell tool running `true`.
 //   node dist/bench/chat/model-gen.js   → prints {"port","baseUrl","pid"} as one line
 import * as http from 'node:http';
 import { wallMs } from '../lib.js';
@@ -19,7 +22,24 @@ function tokensAsked(body: unknown): number {
   return m ? Number(m[1]) : 3;
 }
 
-async function answer(res: http.ServerResponse, tokens: number, firstBytes: number[]): Promise<void> {
+/** `tool` in the last user message, and no tool result after it yet: answer with a shell call of `true`. */
+function wantsTool(body: unknown): boolean {
+  const messages = (body as { messages?: { role?: string; content?: unknown }[] } | undefined)?.messages ?? [];
+  const last = messages[messages.length - 1];
+  return last?.role === 'user' && /\btool\b/.test(String(last.content ?? ''));
+}
+
+/** A tool call in one chunk (as Ollama sends one), then finish_reason tool_calls and [DONE]. */
+function toolCall(res: http.ServerResponse, n: number, lastBytes: number[]): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const call = { index: 0, id: `call_bench_${n}`, type: 'function', function: { name: 'shell', arguments: '{"command":"true"}' } };
+  res.write(chunk({ role: 'assistant', content: null, tool_calls: [call] }));
+  res.write(chunk({}, 'tool_calls'));
+  res.end('data: [DONE]\n\n');
+  lastBytes.push(wallMs());
+}
+
+async function answer(res: http.ServerResponse, tokens: number, firstBytes: number[], lastBytes: number[]): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
   for (let i = 0; i < tokens; i++) {
@@ -31,17 +51,30 @@ async function answer(res: http.ServerResponse, tokens: number, firstBytes: numb
   res.write(chunk({}, 'stop'));
   res.write(`data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1767225600, model: 'bench', choices: [], usage: { prompt_tokens: 10, completion_tokens: tokens, total_tokens: tokens + 10 } })}\n\n`);
   res.end('data: [DONE]\n\n');
+  lastBytes.push(wallMs());
 }
 
 export function serve(): Promise<http.Server> {
   let firstBytes: number[] = [];
+  let lastBytes: number[] = [];
+  // When each model request's body had arrived (for the tool round trip: the request after a tool call).
+  let requestTimes: number[] = [];
+  let toolCalls = 0;
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
-      if (req.url === '/__firstbytes') {
-        const fb = firstBytes;
-        firstBytes = [];
+      if (req.url === '/__requests') {
+        const times = requestTimes;
+        requestTimes = [];
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(times));
+        return;
+      }
+      if (req.url === '/__firstbytes' || req.url === '/__lastbytes') {
+        const fb = req.url === '/__firstbytes' ? firstBytes : lastBytes;
+        if (req.url === '/__firstbytes') firstBytes = [];
+        else lastBytes = [];
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(fb));
         return;
@@ -57,7 +90,9 @@ export function serve(): Promise<http.Server> {
       } catch {
         body = undefined;
       }
-      void answer(res, tokensAsked(body), firstBytes);
+      requestTimes.push(wallMs());
+      if (wantsTool(body)) toolCall(res, ++toolCalls, lastBytes);
+      else void answer(res, tokensAsked(body), firstBytes, lastBytes);
     });
   });
   return new Promise((resolve, reject) => {

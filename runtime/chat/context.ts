@@ -22,7 +22,8 @@ export interface ChatEngineContext extends EngineContext {
   /**
    * The session's events so far, earliest first (those of this turn may be included: the engine
    * skips them). Read once at the start of each turn. Only TRANSCRIPT_EVENT_TYPES are needed; the
-   * runtime should leave the rest (command.output) out.
+   * runtime leaves the rest (command.output) out, and keeps them folded as they are appended
+   * (TranscriptEvents) rather than reading the journal each turn.
    */
   history(): Promise<readonly RecordedEvent[]>;
   /**

@@ -137,6 +137,9 @@ export function connectionError(e: unknown, baseUrl: string, scrub: (t: string) 
     const host = safeHost(baseUrl);
     return new ModelError('model_dns', `the model server's host ${host} does not resolve (${code}): check the base URL (ASTRA_CHAT_BASE_URL or --base-url) and your network`, code === 'EAI_AGAIN');
   }
+  // Refused by fetch itself before connecting (normalizeBaseUrl refuses these ports at create time).
+  if (what === 'bad port')
+    return new ModelError('model_unreachable', `fetch refuses to connect to the port of ${baseUrl} (a port the Fetch standard blocks): run the model server on another port, such as 11434`, false);
   if (code === 'ECONNREFUSED')
     return new ModelError('model_unreachable', `is a model server listening at ${baseUrl}? start \`ollama serve\` or set ASTRA_CHAT_BASE_URL (connection refused)`, true);
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || what === 'terminated')
@@ -146,7 +149,7 @@ export function connectionError(e: unknown, baseUrl: string, scrub: (t: string) 
 
 function safeHost(baseUrl: string): string {
   try {
-    return new URL(baseUrl).host;
+    return new URL(baseUrl).hostname;
   } catch {
     return baseUrl;
   }

@@ -74,7 +74,9 @@ describe('approval/answer', () => {
       await event('approval.resolved', second.turnId, (d) => d.decision === 'deny' && /expired/.test(d.reason ?? ''));
       const late = await refusal(conn.request('approval/answer', { sessionId, epoch, approvalId: asked2.data.approvalId, revision: 1, decision: 'approve' }));
       expect(late.reason).toBe('approval_expired');
-      expect((await event('turn.completed', second.turnId)).data.status).toBe('cancelled');
+      const end = (await event('turn.completed', second.turnId)).data;
+      expect(end.status).toBe('cancelled');
+      expect(end.reason).toMatch(/^denied: the approval expired, nobody answered within 1 s \(the session's approvalTimeoutMs\); the command was not run$/);
       expect(notes.some((n) => n.method === 'session/event' && n.params.type === 'command.started' && n.params.data.turnId === second.turnId)).toBe(false);
     } finally {
       conn.close();

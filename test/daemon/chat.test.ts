@@ -159,19 +159,37 @@ describe('the chat engine through the daemon', () => {
     expect(ofType(all, 'command.started')).toHaveLength(1);
   });
 
-  it('a model server that refuses connections ends the turn failed with an error event that says what to do', async () => {
+  it('a host that does not resolve, a refused connection and a server that closes mid-answer each end the turn failed with an error event that says what to check, retryable as documented, no key in it', async () => {
     const port = await closedPort();
-    const { driver } = await setup(`http://127.0.0.1:${port}/v1`);
+    const server = await modelServer(['connection-cut', 'plain-answer']);
+    const { driver } = await setup(server.baseUrl);
     const ctl = await driver('controller');
-    const { session } = await ctl.call('session/create', { engine: 'chat', engineOptions: { model: 'llama3.1' } });
-    await ctl.call('session/subscribe', { sessionId: session.id });
-    const turnId = await startTurn(ctl, session.id, 'hello?', 't1');
-    const end = await turnEnd(ctl, turnId);
-    expect(end.params.data.status).toBe('failed');
-    const err = ofType(ctl.events(session.id), 'error')[0]!.data;
-    expect(err).toMatchObject({ turnId, code: 'model_unreachable', retryable: true });
-    expect(err.message).toContain(`is a model server listening at http://127.0.0.1:${port}/v1?`);
-    expect(err.message).toContain('ASTRA_CHAT_BASE_URL');
+    const cases: { name: string; baseUrl: string; code: string; retryable: boolean; says: string[] }[] = [
+      // .invalid never resolves (RFC 6761): ENOTFOUND, a permanent failure, so not retryable.
+      { name: 'dns', baseUrl: 'http://astra-no-such-host.invalid:11434/v1', code: 'model_dns', retryable: false, says: ['astra-no-such-host.invalid does not resolve', 'check the base URL', 'ASTRA_CHAT_BASE_URL'] },
+      { name: 'refused', baseUrl: `http://127.0.0.1:${port}/v1`, code: 'model_unreachable', retryable: true, says: [`is a model server listening at http://127.0.0.1:${port}/v1?`, 'ollama serve', 'ASTRA_CHAT_BASE_URL'] },
+      { name: 'cut', baseUrl: server.baseUrl, code: 'model_incomplete', retryable: true, says: ['closed the connection mid-answer', 'send the message again'] },
+    ];
+    for (const c of cases) {
+      const { session } = await ctl.call('session/create', { engine: 'chat', engineOptions: { model: 'llama3.1', baseUrl: c.baseUrl } });
+      await ctl.call('session/subscribe', { sessionId: session.id });
+      const turnId = await startTurn(ctl, session.id, 'hello?', `t-${c.name}`);
+      const end = await turnEnd(ctl, turnId);
+      expect(end.params.data.status, c.name).toBe('failed');
+      const err = ofType(ctl.events(session.id), 'error')[0]!.data;
+      expect(err, `${c.name}: ${err.message}`).toMatchObject({ turnId, code: c.code, retryable: c.retryable });
+      for (const text of c.says) expect(err.message, c.name).toContain(text);
+      expect(end.params.data.error, c.name).toBe(err.message);
+      expect(JSON.stringify(ctl.events(session.id)), c.name).not.toContain(KEY);
+      if (c.name === 'cut') {
+        // What came before the cut is kept as the partial answer, cut short by the error.
+        expect(ofType(ctl.events(session.id), 'message.completed').map((e) => e.data)).toEqual([{ turnId, text: 'Cut', finishReason: 'error' }]);
+        // And the daemon serves the next turn of that session.
+        const next = await startTurn(ctl, session.id, 'again', 't-cut-2');
+        expect((await turnEnd(ctl, next)).params.data.status).toBe('completed');
+      } else expect(ofType(ctl.events(session.id), 'message.completed'), c.name).toHaveLength(0);
+    }
+    expect((await server.requests()).length).toBe(2);
   });
 
   it('every fault of a model server ends its turn failed with an error event {code, message, retryable} and the daemon serves the next turn', async () => {

@@ -208,6 +208,8 @@ describe('shell engine', () => {
     expect(ended.get(turnId)).toBe('cancelled');
     expect(fs.existsSync(path.join(work, 'made-it'))).toBe(false);
     expect(turnEvents(events, turnId).map((e) => e.type)).toEqual(['turn.started', 'message.user', 'approval.requested', 'approval.resolved', 'turn.completed']);
+    // The end says why: a denial, not someone's cancel.
+    expect(turnEvents(events, turnId).at(-1)!.data).toEqual({ turnId, status: 'cancelled', reason: 'denied: the command was not run' });
     expect(rt.pendingApprovals(s.id)).toEqual([]);
     await expect(rt.resolveApproval(s.id, req.approvalId, 'approve')).rejects.toMatchObject({ reason: 'not_found' });
 
@@ -227,6 +229,8 @@ describe('shell engine', () => {
     await rt.cancelTurn(s.id, turnId);
     await waitFor('turn end', () => ended.get(turnId));
     expect(ended.get(turnId)).toBe('cancelled');
+    // A cancel is not a denial: no reason.
+    expect(turnEvents(events, turnId).at(-1)!.data).toEqual({ turnId, status: 'cancelled' });
     expect(rt.pendingApprovals(s.id)).toEqual([]);
     const resolved = turnEvents(events, turnId).find((e) => e.type === 'approval.resolved') as SessionEvent<'approval.resolved'>;
     expect(resolved.data.decision).toBe('deny');

@@ -216,6 +216,19 @@ describe('one streaming Chat Completions request', () => {
     expect(e.message).toContain('model runner has unexpectedly stopped');
   });
 
+  it('yields the text of one read as one part, and text read in the same read as a fault still comes first', async () => {
+    const s = await server(['one-chunk-answer', 'error-same-read']);
+    const parts = await collect(request(s.baseUrl));
+    // Several content chunks in one write: one text part, not one per chunk.
+    expect(texts(parts)).toEqual(['All in one chunk.']);
+    const seen: string[] = [];
+    const run = (async () => {
+      for await (const p of streamChatCompletion(request(s.baseUrl))) if (p.type === 'text') seen.push(p.text);
+    })();
+    await expect(run).rejects.toMatchObject({ code: 'model_stream_error' });
+    expect(seen).toEqual(['Let me check']);
+  });
+
   it('fails a data line that is not JSON as model_bad_response', async () => {
     const s = await server(['malformed-json']);
     const e = await fault(request(s.baseUrl));

@@ -3,12 +3,14 @@
 // them, and an orphaned tool call answered 'interrupted' when a crashed turn is found.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionEvent } from '../../../protocol/index.js';
 import { isAstraError } from '../../../protocol/index.js';
 import { INTERRUPTED_RESULT_OUTPUT } from '../../../runtime/chat/index.js';
 import { Packr } from 'msgpackr';
 import { JOURNAL_FILE, RecordKind, Runtime, createChatEngine, encodeRecord, type RuntimeOptions } from '../../../runtime/index.js';
+import { SessionJournal } from '../../../runtime/journal.js';
+import { SessionHost } from '../../../runtime/session-host.js';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
 import { tempDir, waitFor } from '../helpers.js';
 
@@ -91,6 +93,50 @@ describe('the chat engine in the runtime', () => {
     expect(sent.messages[4]!.content).toBe('The directory has two files.');
     expect(sent.messages[5]!.content).toBe('thanks');
   });
+
+  it('a 200-turn session\'s next turn reads nothing of the journal (the transcript is folded as events are appended), and after a reopen the model is sent the same conversation', async () => {
+    const TURNS = 200;
+    const { open, cwd, server } = await setup(['tool-call', 'final-answer', ...Array.from({ length: TURNS + 1 }, () => 'one-chunk-answer')]);
+    let { rt, ended } = await open();
+    const s = await rt.createSession({ engine: 'chat', cwd, approvalPolicy: 'auto', engineOptions: { model: 'llama3.1' } });
+    const turn = async (i: number) => {
+      const { turnId } = await rt.startTurn(s.id, { text: `message ${i}` }, `k${i}`);
+      await waitFor(`turn ${i} to end`, () => ended.get(turnId));
+      expect(ended.get(turnId), `turn ${i}`).toBe('completed');
+    };
+    for (let i = 1; i <= TURNS; i++) await turn(i);
+    type Sent = { messages: { role: string; content: string | null }[] };
+    const sent = (n: number) => server.requests[n]!.body as Sent;
+
+    // Every way a turn could read the journal: the journal's record reader, and the host's page reader.
+    const journalReads = vi.spyOn(SessionJournal.prototype, 'readRecords');
+    const pageReads = vi.spyOn(SessionHost.prototype, 'readPublished');
+    try {
+      await turn(TURNS + 1);
+      expect(journalReads).not.toHaveBeenCalled();
+      expect(pageReads).not.toHaveBeenCalled();
+    } finally {
+      journalReads.mockRestore();
+      pageReads.mockRestore();
+    }
+    // TURNS + 1 turns, one of which made two requests.
+    const before = sent(TURNS + 1);
+    expect(before.messages).toHaveLength(1 + 2 * TURNS + 2 + 1);
+    expect(before.messages.at(-1)).toEqual({ role: 'user', content: `message ${TURNS + 1}` });
+    await rt.close();
+
+    ({ rt, ended } = await open());
+    cleanups.push(() => rt.close());
+    const { turnId } = await rt.startTurn(s.id, { text: 'after the restart' }, 'k-after');
+    await waitFor('the turn after the reopen to end', () => ended.get(turnId));
+    const after = sent(TURNS + 2);
+    // The conversation rebuilt from the journal is the one kept in memory before, plus the last answer.
+    expect(after.messages.slice(0, before.messages.length)).toEqual(before.messages);
+    expect(after.messages.slice(before.messages.length)).toEqual([
+      { role: 'assistant', content: 'All in one chunk.' },
+      { role: 'user', content: 'after the restart' },
+    ]);
+  }, 60_000);
 
   it('answers a tool call left without a result by a crash with an interrupted tool.result before the turn is marked interrupted', async () => {
     const { open, cwd, dataDir } = await setup([]);

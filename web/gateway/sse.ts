@@ -41,6 +41,8 @@ export class EventStream {
   private lagCount = 0;
   private daemonLags = 0;
   private subscribing: Promise<void> | undefined;
+  /** Opened while the daemon was down: the subscription starts at daemonReconnected. */
+  private awaitingDaemon = false;
   /** Frames of this tick, written as one chunk (one write per frame cost ~3× the throughput). */
   private pending: string[] = [];
   private pendingBytes = 0;
@@ -77,6 +79,13 @@ export class EventStream {
     this.res.on('close', () => this.stop());
     this.res.on('drain', () => this.onDrain());
     this.heartbeat = setInterval(() => this.write(frame('heartbeat', { ts: Date.now(), lastSeq: this.lastSent })), this.opts.heartbeatMs);
+    // Opened while the daemon is down: say so now, and subscribe once the tab's client is back.
+    const down = this.tab.down;
+    if (down) {
+      this.awaitingDaemon = true;
+      this.daemonDisconnected(down.reason, down.daemonShuttingDown);
+      return;
+    }
     await this.subscribe();
   }
 
@@ -115,6 +124,7 @@ export class EventStream {
   private onEvent(e: SessionEvent): void {
     if (this.stopped || this.lagging || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
+    if (e.type === 'approval.requested') this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
     this.write(frame(e.type, eventToJson(e), e.seq));
     if (this.pendingBytes > 1024 * 1024) this.flush();
   }
@@ -168,6 +178,12 @@ export class EventStream {
   /** The tab's client reconnected; its subscription resumes after lastSeq by itself, nothing is skipped. */
   daemonReconnected(daemonRestarted: boolean, attempts: number): void {
     this.write(frame('reconnected', { daemonRestarted, attempts, lastSeq: this.lastSent }));
+    if (!this.awaitingDaemon || this.stopped) return;
+    this.awaitingDaemon = false;
+    this.subscribe().catch((e: unknown) => {
+      this.write(frame('error', toEnvelope(e).body));
+      this.stop();
+    });
   }
 
   stop(): void {

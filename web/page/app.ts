@@ -20,11 +20,15 @@ interface PageProbe {
   /** For each event rendered live: ms from the daemon's timestamp to the end of its rendering. */
   latencies: number[];
   terminalText(): string;
+  /** The terminal's lines as it shows them (xterm's buffer, scrollback included). */
+  terminalLines(): string[];
+  /** The xterm.js Terminal, for tests that look at cells (colours). */
+  terminal?: unknown;
   streamState: StreamState | 'idle';
   /** The last 100 states the status bar showed, with their detail ("reconnecting: the daemon …"). */
   streamStates: string[];
 }
-const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', streamState: 'idle', streamStates: [] };
+const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', terminalLines: () => [], streamState: 'idle', streamStates: [] };
 (window as unknown as { astra: PageProbe }).astra = probe;
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -157,6 +161,8 @@ function showSession(id: string): void {
   probe.seqs = [];
   probe.latencies = [];
   probe.terminalText = () => terminal.text;
+  probe.terminalLines = () => terminal.lines();
+  probe.terminal = terminal.term;
   let controlled = false;
 
   const showControl = (s: SessionView): void => {

@@ -2,9 +2,9 @@
 // client's state, and composes the rooms that do the work: calls.ts (the retry policy and the safe
 // turn start), leases.ts, subscriptions.ts, notifications.ts, reconnect.ts and liveness.ts.
 import { setMaxListeners } from 'node:events';
-import { AstraError, checkServerRequestParams, isAstraError, type ResultOf } from '../protocol/index.js';
+import { AstraError, checkServerRequestParams, isAstraError, validateEvent, validateEventEnvelope, type ResultOf } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
-import { connectOrSpawn, envFor, explainIncompatible, type Connected, type InitializeResult } from './connect.js';
+import { connectOrSpawn, envFor, explainIncompatible, type Connected, type InitializeResult, type ValidateMode } from './connect.js';
 import type { CallArgs, CallOptions, ClientMethodName, ClientParams, DerivedApi } from './api.js';
 import { DEFAULT_BACKOFF, resolveBackoff, type BackoffOptions } from './backoff.js';
 import { Calls, type CallHost, type StartTurnOptions } from './calls.js';
@@ -13,7 +13,7 @@ import { TypedEmitter } from './events.js';
 import type { ControllerLease } from './lease.js';
 import { LeaseBook } from './leases.js';
 import { Liveness } from './liveness.js';
-import { routeNotification } from './notifications.js';
+import { routeNotification, type NotificationTargets } from './notifications.js';
 import { reconnect, Waiters, type ReconnectHost } from './reconnect.js';
 import type { Subscription, SubscribeOptions } from './subscription.js';
 import { Subscriptions } from './subscriptions.js';
@@ -35,6 +35,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
   private readonly opts: AstraClientOptions;
   private readonly backoff: Required<BackoffOptions> | undefined;
   private readonly requestTimeoutMs: number;
+  private readonly validate: ValidateMode;
 
   private conn: Connection | undefined;
   private initResult!: InitializeResult;
@@ -75,6 +76,9 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     this.opts = { ...opts };
     this.backoff = opts.reconnect === false ? undefined : resolveBackoff(opts.reconnect);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (opts.validate !== undefined && opts.validate !== 'envelope' && opts.validate !== 'full')
+      throw new AstraError('invalid_params', `validate must be 'envelope' or 'full', got ${String(opts.validate)}`);
+    this.validate = opts.validate ?? ((opts.env ?? process.env).ASTRA_CLIENT_VALIDATE === 'full' ? 'full' : 'envelope');
     // Every backoff sleep listens on this signal; many concurrent retries are normal, not a leak.
     setMaxListeners(0, this.closeController.signal);
     this.liveness = new Liveness(opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS, opts.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS, () => this.conn);
@@ -249,6 +253,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
         ...(o.onWaiting !== undefined ? { onWaiting: o.onWaiting } : {}),
         requestTimeoutMs: this.requestTimeoutMs,
+        validate: this.validate,
         batchEvents: true,
         onConnection: (conn) => this.wire(conn),
       });
@@ -259,19 +264,22 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
   }
 
   private wire(conn: Connection): void {
+    // One set of targets per connection, not per notification: this is the path of every event.
+    const client = this;
+    const targets: NotificationTargets = {
+      subs: this.subs,
+      leases: this.leases,
+      get current() {
+        return conn === client.conn;
+      },
+      // The connection trusts its daemon's shapes once the handshake agreed (see connect.ts).
+      validateEvent: (value) => (conn.shapesTrusted ? validateEventEnvelope(value) : validateEvent(value)),
+      shuttingDown: (reason, message) => (this.shutdown = { reason, message }),
+      malformed: (err) => this.emit('error', err),
+    };
     conn.onNotification((method, params) => {
       this.liveness.noteReceived();
-      routeNotification(
-        {
-          subs: this.subs,
-          leases: this.leases,
-          current: conn === this.conn,
-          shuttingDown: (reason, message) => (this.shutdown = { reason, message }),
-          malformed: (err) => this.emit('error', err),
-        },
-        method,
-        params,
-      );
+      routeNotification(targets, method, params);
     });
     conn.onRequest((method, params) => this.answerServerRequest(method, params));
     conn.onClose((err) => this.onConnectionLost(conn, err));

@@ -42,6 +42,12 @@ export interface ConnectOptions {
   replaceIdleIncompatibleDaemon?: boolean;
   /** Extra arguments for a daemon this call starts (e.g. --idle-timeout). */
   daemonArgs?: string[];
+  /**
+   * 'envelope': once the handshake authenticated the daemon and it speaks this protocol version,
+   * its frames are checked for their envelope only (Connection.trustShapes). 'full' (the default
+   * here; AstraClient defaults to 'envelope'): every frame is checked through and through.
+   */
+  validate?: ValidateMode;
   /** Called before the connection starts reading, so no early notification is missed. */
   onConnection?: (conn: Connection) => void;
   /**
@@ -51,6 +57,9 @@ export interface ConnectOptions {
    */
   onWaiting?: (info: WaitingInfo) => void;
 }
+
+/** How much of each frame from the daemon the client checks (AstraClientOptions.validate). */
+export type ValidateMode = 'envelope' | 'full';
 
 export interface WaitingInfo {
   /** The pid the discovery record names. */
@@ -195,6 +204,7 @@ async function handshakeOnce(record: DiscoveryRecord, opts: ConnectOptions, dead
     const init = await conn.request('initialize', params, { timeoutMs: Math.max(1, deadline - Date.now()) });
     const problem = initializeResultSchema.check(init, 'initialize result');
     if (problem) throw new AstraError('invalid_request', `the daemon answered initialize oddly: ${problem}`);
+    if (opts.validate === 'envelope' && (init as InitializeResult).protocolVersion === PROTOCOL_VERSION) conn.trustShapes();
     conn.notify('initialized', {});
     return { conn, init: init as InitializeResult };
   } catch (e) {

@@ -4,7 +4,6 @@ import {
   AstraError,
   SERVER_NOTIFICATIONS,
   checkNotificationParams,
-  validateEvent,
   type ServerNotificationParams,
   type SessionEvent,
 } from '../protocol/index.js';
@@ -16,7 +15,9 @@ export interface NotificationTargets {
   subs: Subscriptions;
   leases: LeaseBook;
   /** Whether the notification came on the client's current connection (not a dying old one). */
-  current: boolean;
+  readonly current: boolean;
+  /** The event check: validateEvent, or validateEventEnvelope for a daemon trusted for shape (AstraClientOptions.validate). */
+  validateEvent(value: unknown): SessionEvent;
   /** daemon/shuttingDown: why the daemon is going. */
   shuttingDown(reason: string, message: string | undefined): void;
   malformed(err: AstraError): void;
@@ -26,7 +27,7 @@ export function routeNotification(to: NotificationTargets, method: string, param
   if (!Object.prototype.hasOwnProperty.call(SERVER_NOTIFICATIONS, method)) return; // from a newer daemon
   try {
     if (method === 'session/event') {
-      to.subs.deliver(validateEvent(params));
+      to.subs.deliver(to.validateEvent(params));
       return;
     }
     if (method === 'session/events') {
@@ -36,7 +37,7 @@ export function routeNotification(to: NotificationTargets, method: string, param
         throw new AstraError('invalid_params', 'session/events needs {sessionId: string, events: [event, ...]}');
       const events = p.events as unknown[];
       for (let i = 0; i < events.length; i++) {
-        const event = validateEvent(events[i]);
+        const event = to.validateEvent(events[i]);
         if (event.sessionId !== p.sessionId) throw new AstraError('invalid_params', `events[${i}] belongs to session ${event.sessionId}, not ${p.sessionId}`);
       }
       const sub = to.subs.get(p.sessionId);

@@ -1,7 +1,7 @@
 // What an application passes to AstraClient.connect and what the client tells it (its events).
 import type { AstraError, Decision, ServerParamsOf } from '../protocol/index.js';
 import type { BackoffOptions } from './backoff.js';
-import type { WaitingInfo } from './connect.js';
+import type { ValidateMode, WaitingInfo } from './connect.js';
 import type { ControllerLease } from './lease.js';
 import type { LeaseLost } from './leases.js';
 import type { Resynced } from './subscriptions.js';
@@ -35,6 +35,15 @@ export interface AstraClientOptions {
   replaceIdleIncompatibleDaemon?: boolean;
   /** Notification methods the daemon should not send to this client. */
   optOutNotificationMethods?: string[];
+  /**
+   * How much of what the daemon sends is checked. 'envelope' (the default): frames from the daemon
+   * the token authenticated, speaking this protocol version, are trusted for shape — each frame's
+   * envelope, each event's `sessionId`, `seq`, `ts`, `type` and that `data` is a map are checked,
+   * not the data of each event type. 'full': every frame is walked and every event checked against
+   * the schema of its type (for tests and debugging a daemon; costs about a quarter of the client's
+   * CPU on a busy stream). ASTRA_CLIENT_VALIDATE=full in the environment sets 'full' when this is unset.
+   */
+  validate?: ValidateMode;
   /** A running daemon has not answered the handshake for about a second (hung?): say so (see ConnectOptions). */
   onWaiting?: (info: WaitingInfo) => void;
 }

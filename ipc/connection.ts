@@ -10,6 +10,7 @@ import {
   LIMITS,
   isPlainObject,
   parseMessage,
+  parseTrustedMessage,
   type Message,
   type RequestId,
   type TraceContext,
@@ -109,6 +110,8 @@ export class Connection {
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
   private readonly lenientDecode: boolean;
+  /** Set by trustShapes(): envelopes only (parseTrustedMessage), no walk over every value of a frame. */
+  private envelopeOnly = false;
 
   private stateNow: ConnectionState = 'open';
   private closeError: AstraError | undefined;
@@ -191,6 +194,20 @@ export class Connection {
       this.pending.add(id, p);
       this.writer.write(frame);
     });
+  }
+
+  /**
+   * From now on each incoming frame's envelope is checked (parseTrustedMessage), not every value
+   * in it (parseMessage's walk for forbidden keys and non-plain values). For a client once the
+   * handshake authenticated its daemon and agreed on the protocol version (client option `validate`).
+   */
+  trustShapes(): void {
+    this.envelopeOnly = true;
+  }
+
+  /** Whether trustShapes() was called: the client then checks events for their envelope only, too. */
+  get shapesTrusted(): boolean {
+    return this.envelopeOnly;
   }
 
   /** Sends a notification. Throws frame_too_large (nothing sent) when it is over the limit; a no-op once closed. */
@@ -341,7 +358,7 @@ export class Connection {
     }
     let message: Message;
     try {
-      message = parseMessage(value);
+      message = this.envelopeOnly ? parseTrustedMessage(value) : parseMessage(value);
     } catch (e) {
       if (this.lenientDecode) {
         // Scan now, so an extension type is reported as such (decode throws the precise error).

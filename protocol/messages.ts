@@ -3,7 +3,7 @@
 import { AstraError, type WireError } from './errors.js';
 import { checkPlainValue, isPlainObject } from './schema.js';
 import { METHODS, SERVER_REQUESTS, CLIENT_NOTIFICATIONS, SERVER_NOTIFICATIONS, isMethodName } from './methods.js';
-import { sessionEventSchema, type SessionEvent } from './types.js';
+import { eventEnvelopeSchema, sessionEventSchema, type SessionEvent } from './types.js';
 
 export type RequestId = number | string;
 
@@ -49,6 +49,16 @@ function isId(v: unknown): v is RequestId {
 export function parseMessage(value: unknown): Message {
   const problem = checkPlainValue(value);
   if (problem) throw new AstraError(problem.kind === 'forbidden_key' ? 'forbidden_key' : 'invalid_request', problem.detail);
+  return parseTrustedMessage(value);
+}
+
+/**
+ * The envelope alone (the same checks and errors as parseMessage), without parseMessage's walk
+ * over every value inside: for frames from a peer trusted for shape — the client reading the
+ * daemon its token authenticated, which speaks its protocol version (client option `validate`,
+ * docs/architecture.md). The decoder already turned `__proto__` keys into plain `__proto_` ones.
+ */
+export function parseTrustedMessage(value: unknown): Message {
   if (!isPlainObject(value)) throw new AstraError('invalid_request', 'a message must be a map');
   const m = value;
   if ('method' in m) {
@@ -126,4 +136,32 @@ export function validateEvent(value: unknown): SessionEvent {
   const problem = sessionEventSchema.check(value, 'event');
   if (problem) throw new AstraError('invalid_params', problem);
   return value as SessionEvent;
+}
+
+/**
+ * Checks an event's envelope only — what a client's own logic reads: `sessionId`, `seq` (an
+ * integer ≥ 1), `ts`, `type` (a string; unknown types pass, as in validateEvent) and that `data` is
+ * a map — not the data of its type. For events from a peer trusted for shape (see
+ * parseTrustedMessage); validateEvent is the full check. Throws what validateEvent throws.
+ */
+export function validateEventEnvelope(value: unknown): SessionEvent {
+  const e = value as { sessionId?: unknown; seq?: unknown; ts?: unknown; type?: unknown; data?: unknown } | null;
+  if (
+    isPlainObject(e) &&
+    typeof e.sessionId === 'string' &&
+    e.sessionId.length > 0 &&
+    e.sessionId.length <= 128 &&
+    typeof e.seq === 'number' &&
+    Number.isSafeInteger(e.seq) &&
+    e.seq >= 1 &&
+    typeof e.ts === 'number' &&
+    Number.isSafeInteger(e.ts) &&
+    e.ts >= 0 &&
+    typeof e.type === 'string' &&
+    isPlainObject(e.data)
+  )
+    return value as SessionEvent;
+  // Not the common case: let the schema say what is wrong, in validateEvent's words.
+  const problem = eventEnvelopeSchema.check(value, 'event') ?? 'event is not a valid event envelope';
+  throw new AstraError('invalid_params', problem);
 }

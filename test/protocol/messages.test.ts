@@ -5,7 +5,9 @@ import {
   checkRequestParams,
   checkServerRequestParams,
   parseMessage,
+  parseTrustedMessage,
   validateEvent,
+  validateEventEnvelope,
   type ErrorReason,
 } from '../../protocol/index.js';
 
@@ -162,6 +164,53 @@ describe('validateEvent', () => {
     expect(reasonOf(() => validateEvent({ ...base, ts: 1.5, type: 'error', data: { message: 'm' } }))).toBe('invalid_params');
     expect(reasonOf(() => validateEvent({ ...base, type: 'command.output', data: { turnId: 't', stream: 'stdout', data: 'not bytes' } }))).toBe('invalid_params');
     expect(reasonOf(() => validateEvent({ ...base, type: 'turn.completed', data: { turnId: 't', status: 'exploded' } }))).toBe('invalid_params');
+  });
+});
+
+describe('validateEventEnvelope (a daemon trusted for shape)', () => {
+  const base = { sessionId: 's', seq: 1, ts: 1_700_000_000_000 };
+
+  it("checks the envelope exactly as validateEvent does, but not a known type's data", () => {
+    expect(validateEventEnvelope({ ...base, type: 'command.output', data: { turnId: 't', stream: 'stdout', data: 'not bytes' } }).seq).toBe(1);
+    for (const bad of [
+      { ...base, seq: 0, type: 'error', data: {} },
+      { ...base, seq: 2 ** 53, type: 'error', data: {} },
+      { ...base, seq: '1', type: 'error', data: {} },
+      { ...base, ts: 1.5, type: 'error', data: {} },
+      { ...base, ts: -1, type: 'error', data: {} },
+      { ...base, sessionId: '', type: 'error', data: {} },
+      { ...base, sessionId: 'x'.repeat(129), type: 'error', data: {} },
+      { ...base, type: 7, data: {} },
+      { ...base, type: 'error', data: [] },
+      { ...base, type: 'error' },
+      { sessionId: 's', ts: 1, type: 'error', data: {} },
+      null,
+      [base],
+    ]) {
+      expect(reasonOf(() => validateEvent(bad)), JSON.stringify(bad)).toBe('invalid_params');
+      let message = '';
+      try {
+        validateEventEnvelope(bad);
+      } catch (e) {
+        message = (e as AstraError).reason + ': ' + (e as AstraError).message;
+      }
+      let full = '';
+      try {
+        validateEvent(bad);
+      } catch (e) {
+        full = (e as AstraError).reason + ': ' + (e as AstraError).message;
+      }
+      expect(message, JSON.stringify(bad)).toBe(full);
+    }
+  });
+
+  it('parseTrustedMessage checks the envelope but does not walk the values inside', () => {
+    const withDate = { method: 'session/event', params: { when: new Date(0) } };
+    expect(reasonOf(() => parseMessage(withDate))).toBe('invalid_request');
+    expect(parseTrustedMessage(withDate)).toMatchObject({ kind: 'notification', method: 'session/event' });
+    expect(reasonOf(() => parseTrustedMessage({ method: 'x', params: new Date(0) }))).toBe('invalid_request');
+    expect(reasonOf(() => parseTrustedMessage({ id: 1.5, result: {} }))).toBe('invalid_request');
+    expect(reasonOf(() => parseTrustedMessage('hello'))).toBe('invalid_request');
   });
 });
 

@@ -5,7 +5,8 @@ import crypto from 'node:crypto';
 import { AstraError, EVENT_TYPES, isAstraError, type Decision, type Session } from '../../protocol/index.js';
 import { HttpError, sendJson } from './errors.js';
 import { MAX_BODY_BYTES, readJsonBody } from './security.js';
-import { EventStream, eventToJson, type StreamOptions } from './sse.js';
+import { EventStream, type StreamOptions } from './sse.js';
+import { eventToJson } from './sse-frames.js';
 import type { Tab, Tabs } from './tabs.js';
 import { ENDPOINTS, STREAM_EVENTS, type Endpoint } from './contract.js';
 

@@ -104,6 +104,10 @@ describe('astra web across restarts', () => {
     const down = await s.next((f) => f.event === 'reconnecting', 3_000, 'reconnecting at once');
     expect(down.data).toMatchObject({ reason: expect.stringMatching(/astra daemon stop/), daemonShuttingDown: true, lastSeq: 0 });
     expect(s.frames.map((f) => f.event)).toEqual(['open', 'reconnecting']);
+    // Other requests meanwhile say what to do, and start nothing.
+    const list = await request(g.port, 'GET', '/v1/sessions', { cookie, tab: 't' });
+    expect(list.status).toBe(503);
+    expect(list.body.error).toMatchObject({ reason: 'daemon_not_running', retryable: true, message: expect.stringMatching(/astra daemon start/) });
     expect(readRecordFile(home)).toBeUndefined();
 
     const started = await runCli(['daemon', 'start'], env);

@@ -143,7 +143,7 @@ const handlers: Record<string, { handler: Handler }> = {
       const previous = tab.streams.get(id!);
       if (!previous && tab.streams.size >= tab.limitStreams)
         throw new AstraError('overloaded', `this tab has ${tab.streams.size} event streams open (at most ${tab.limitStreams}); close one and retry`);
-      const client = await tab.daemon();
+      const client = await tab.daemon({ whileStopped: true });
       // Unknown sessions and a seq beyond the head are answered as JSON errors, before the stream
       // opens, when the daemon is there to ask. While it is down the stream opens at once and says
       // `reconnecting` (the subscription reports those errors once the daemon is back).

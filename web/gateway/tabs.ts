@@ -87,8 +87,10 @@ export class Tab {
   }
 
   /** The tab's daemon client, connected on first use (the daemon is started when none runs). */
-  async daemon(): Promise<AstraClient> {
+  async daemon(opts: { whileStopped?: boolean } = {}): Promise<AstraClient> {
     if (this.closed) throw new AstraError('connection_closed', 'this tab was closed by the gateway; reload the page');
+    if (this.client?.state === 'stopped' && !opts.whileStopped)
+      throw new AstraError('daemon_not_running', 'the daemon was stopped (astra daemon stop): run `astra daemon start`; open pages go on by themselves once it runs');
     if (this.client) return this.client;
     this.connecting ??= (async () => {
       try {

@@ -173,6 +173,48 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
   });
 });
 
+describe.skipIf(skipChromium)('tool cards in chromium: several calls in one answer', () => {
+  it('gives each call its own card, and each approval and result goes to its own call, in order', async () => {
+    const server = await startModelServerProcess(['several-tool-calls', 'final-answer'], children);
+    const env = envFor(newHome(), { ASTRA_CHAT_BASE_URL: server.baseUrl });
+    const g = await startWeb(env);
+    const ctx = await browser.newContext();
+    try {
+      const tab = await ctx.newPage();
+      await tab.goto(g.link);
+      await tab.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
+      await tab.selectOption('#new-engine', 'chat');
+      await tab.fill('#new-model', 'llama3.1');
+      await tab.click('#new-session');
+      await tab.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
+      await tab.click('#take');
+      await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      await tab.fill('#input', 'two things');
+      await tab.click('#send');
+      const one = '.card.tool[data-call-id="call_one"]';
+      const two = '.card.tool[data-call-id="call_two"]';
+      // Both calls are announced at once; the first is asked about, the second waits its turn.
+      await tab.waitForSelector(`${one}[data-status="pending"] button.approve`, { timeout: 20_000 });
+      expect(await tab.getAttribute(two, 'data-status')).toBe('called');
+      expect(await tab.locator(`${two} button`).count()).toBe(0);
+      await tab.click(`${one} button.approve`);
+      await tab.waitForSelector(`${two}[data-status="pending"] button.approve`, { timeout: 20_000 });
+      expect(await tab.getAttribute(one, 'data-status')).toBe('succeeded');
+      await tab.click(`${two} button.approve`);
+      await tab.waitForSelector(`${two}[data-status="failed"]`, { timeout: 20_000 });
+      expect(await tab.textContent(`${one} .tool-status`)).toBe('succeeded · exit code 0');
+      expect(await tab.textContent(`${two} .tool-status`)).toBe('failed · exit code 3');
+      expect(await tab.textContent(`${one} .tool-output`)).toMatch(/^one\n/);
+      expect(await tab.textContent(`${two} .tool-output`)).toMatch(/two/);
+      expect(await tab.textContent(`${one} .approval-actions .actions`)).toMatch(/^approved/);
+      expect(await tab.textContent(`${two} .approval-actions .actions`)).toMatch(/^approved/);
+      await tab.waitForSelector('.msg.assistant[data-finish-reason="stop"]', { timeout: 20_000 });
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
 async function cookieOf(page: Page, port: number): Promise<string> {
   const c = (await page.context().cookies(`http://127.0.0.1:${port}`)).find((x) => x.name === `astra_web_${port}`)!;
   return `${c.name}=${c.value}`;

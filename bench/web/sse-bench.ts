@@ -185,7 +185,9 @@ async function main(): Promise<void> {
   process.once('SIGTERM', abort);
   // BENCH_WEB_CPU_PROF=<dir>: the gateway writes a V8 CPU profile there when it stops (node --cpu-prof).
   const prof = process.env.BENCH_WEB_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WEB_CPU_PROF}`] : [];
-  const gw = spawn(process.execPath, [...prof, CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_WEB_GATEWAY_FLAGS: node flags for the gateway process only (e.g. --max-semi-space-size=32); the daemon it starts does not inherit them.
+  const flags = (process.env.BENCH_WEB_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean);
+  const gw = spawn(process.execPath, [...prof, ...flags, CLI, 'web'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(gw);
   let out = '';
   gw.stdout!.on('data', (d) => (out += d));

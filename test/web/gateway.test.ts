@@ -287,7 +287,7 @@ describe('astra web: events over SSE', () => {
     s.close();
   });
 
-  it('answers an approval by its revision once; a stale revision or a second answer is expired', async () => {
+  it('answers an approval through the daemon\'s approval/answer: a stale revision or an expired approval is the expired envelope, a second answer not_found, the same key the first result', async () => {
     const { g, cookie } = await setup();
     const id = await newSession(g, cookie, 'ask');
     expect((await request(g.port, 'POST', `/v1/sessions/${id}/lease`, { cookie, tab: 't', body: {} })).status).toBe(200);
@@ -295,23 +295,57 @@ describe('astra web: events over SSE', () => {
     await request(g.port, 'POST', `/v1/sessions/${id}/messages`, { cookie, tab: 't', body: { text: 'echo approved', idempotencyKey: 'k1' } });
     const asked = await s.next((f) => f.event === 'approval.requested');
     const approvalId = asked.data.data.approvalId as string;
-    const stale = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 't', body: { decision: 'approve', revision: 'old', idempotencyKey: 'a0' } });
-    expect(stale.body).toMatchObject({ outcome: 'expired' });
-    // Another tab holds no prompt for it.
-    const other = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 'other', body: { decision: 'deny', revision: approvalId, idempotencyKey: 'a1' } });
-    expect(other.body).toMatchObject({ outcome: 'expired' });
-    const ok = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 't', body: { decision: 'approve', revision: approvalId, idempotencyKey: 'a2' } });
-    expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ approvalId, decision: 'approve', outcome: 'accepted' });
+    const revision = asked.data.data.revision as number;
+    expect(revision).toBe(1);
+    const answer = (tab: string, body: Record<string, unknown>) => request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab, body });
+
+    const stale = await answer('t', { decision: 'approve', revision: revision + 1, idempotencyKey: 'a0' });
+    expect(stale.status, stale.text).toBe(409);
+    expectEnvelope(stale, 'approval_expired');
+    expect(stale.body.error).toMatchObject({ retryable: false, data: { approvalId, revision } });
+    const malformed = await answer('t', { decision: 'approve', revision: String(revision) });
+    expect(malformed.status).toBe(400);
+    expectEnvelope(malformed, 'invalid_params');
+    // Another tab does not control the session (it names the session: it has seen no prompt of it).
+    const other = await answer('other', { decision: 'deny', revision, sessionId: id, idempotencyKey: 'a1' });
+    expect(other.status).toBe(403);
+    expectEnvelope(other, 'not_controller');
+    expect(s.frames.some((f) => f.event === 'approval.resolved')).toBe(false);
+
+    const ok = await answer('t', { decision: 'approve', revision, idempotencyKey: 'a2' });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body).toEqual({ approvalId, sessionId: id, decision: 'approve', revision });
     const resolved = await s.next((f) => f.event === 'approval.resolved');
-    expect(resolved.data.data.decision).toBe('approve');
+    expect(resolved.data.data).toMatchObject({ decision: 'approve', by: { clientName: expect.stringMatching(/^astra web tab /) } });
     await s.next((f) => f.event === 'turn.completed');
     const out = s.frames.find((f) => f.event === 'command.output')!;
     expect(Buffer.from(out.data.data.data, 'base64').toString()).toMatch(/^approved\r?\n$/);
-    const retry = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 't', body: { decision: 'approve', revision: approvalId, idempotencyKey: 'a2' } });
-    expect(retry.body.outcome).toBe('accepted');
-    const late = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 't', body: { decision: 'deny', revision: approvalId, idempotencyKey: 'a3' } });
-    expect(late.body.outcome).toBe('expired');
+    const retry = await answer('t', { decision: 'approve', revision, idempotencyKey: 'a2' });
+    expect(retry.body).toEqual(ok.body);
+    const late = await answer('t', { decision: 'deny', revision, idempotencyKey: 'a3' });
+    expect(late.status).toBe(404);
+    expectEnvelope(late, 'not_found');
+    expect(s.frames.filter((f) => f.event === 'approval.resolved')).toHaveLength(1);
+    s.close();
+  });
+
+  it('an answer after the approval expired is the expired envelope, and the command never runs', async () => {
+    const { g, cookie } = await setup();
+    const r = await request(g.port, 'POST', '/v1/sessions', { cookie, tab: 't', body: { title: 'expiry', approvalPolicy: 'ask', approvalTimeoutMs: 1000, cwd: process.cwd() } });
+    expect(r.status, r.text).toBe(201);
+    const id = r.body.session.id as string;
+    expect((await request(g.port, 'POST', `/v1/sessions/${id}/lease`, { cookie, tab: 't', body: {} })).status).toBe(200);
+    const s = await openSse(g.port, `/v1/sessions/${id}/events?tab=t`, { cookie });
+    await request(g.port, 'POST', `/v1/sessions/${id}/messages`, { cookie, tab: 't', body: { text: 'echo never', idempotencyKey: 'k1' } });
+    const asked = await s.next((f) => f.event === 'approval.requested');
+    expect(asked.data.data.expiresAt).toEqual(expect.any(Number));
+    const denied = await s.next((f) => f.event === 'approval.resolved', 10_000, 'the approval to expire');
+    expect(denied.data.data).toMatchObject({ decision: 'deny', reason: expect.stringMatching(/^expired/) });
+    const late = await request(g.port, 'POST', `/v1/approvals/${asked.data.data.approvalId}`, { cookie, tab: 't', body: { decision: 'approve', revision: asked.data.data.revision } });
+    expect(late.status, late.text).toBe(409);
+    expectEnvelope(late, 'approval_expired');
+    await s.next((f) => f.event === 'turn.completed');
+    expect(s.frames.some((f) => f.event === 'command.started')).toBe(false);
     s.close();
   });
 

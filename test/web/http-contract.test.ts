@@ -79,8 +79,11 @@ describe('the HTTP contract', () => {
     check('POST', '/v1/sessions/{id}/messages', msg.body, 202, msg.status);
     const asked = await s.next((f) => f.event === 'approval.requested');
     const approvalId = asked.data.data.approvalId as string;
-    const decided = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { ...o, body: { decision: 'approve', revision: approvalId } });
+    const decided = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { ...o, body: { decision: 'approve', revision: asked.data.data.revision } });
     check('POST', '/v1/approvals/{id}', decided.body, 200, decided.status);
+    const stale = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { ...o, body: { decision: 'approve', revision: 7 } });
+    expect(stale.status).toBe(404); // answered already: no longer pending
+    expect(errorEnvelopeSchema.check(stale.body, 'error')).toBeUndefined();
     await s.next((f) => f.event === 'turn.completed');
     await s.next((f) => f.event === 'heartbeat');
     for (const f of s.frames) {

@@ -2,7 +2,7 @@
 // restarted gateway gives a tab its control back with the kept resume token (within the grace, not
 // after it), and a restarting daemon is announced on the tab's open streams until its client is back.
 import { afterEach, describe, expect, it } from 'vitest';
-import { envFor, readRecordFile, useTempHomes, waitFor } from '../helpers/processes.js';
+import { envFor, readRecordFile, runCli, useTempHomes, waitFor } from '../helpers/processes.js';
 import { openSse, pair, request, startWeb, stopWeb, stopAllWebs } from './gateway-helpers.js';
 
 const newHome = useTempHomes('awr');
@@ -79,6 +79,50 @@ describe('astra web across restarts', () => {
     expect(second.body.turnId).toEqual(expect.any(String));
     await waitFor('the second turn completed', () => s.frames.filter((f) => f.event === 'turn.completed').length >= 2 || undefined, 20_000);
     const seqs = s.frames.filter((f) => f.id !== undefined).map((f) => f.data.seq as number);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    s.close();
+  });
+
+  it('a stream opened while the daemon is stopped says reconnecting at once, and goes on with no gap once the daemon is started again', async () => {
+    const home = newHome();
+    const env = envFor(home);
+    const g = await startWeb(env);
+    const cookie = await pair(g.port, g.link);
+    const created = await request(g.port, 'POST', '/v1/sessions', { cookie, tab: 't', body: { title: 'stopped daemon', approvalPolicy: 'auto', cwd: process.cwd() } });
+    const id = created.body.session.id as string;
+    expect((await request(g.port, 'POST', `/v1/sessions/${id}/lease`, { cookie, tab: 't', body: {} })).status).toBe(200);
+    expect((await request(g.port, 'POST', `/v1/sessions/${id}/messages`, { cookie, tab: 't', body: { text: 'printf one', idempotencyKey: 'k1' } })).status).toBe(202);
+    await waitFor('the first turn to end', async () => (await request(g.port, 'GET', `/v1/sessions/${id}`, { cookie, tab: 't' })).body.session?.state === 'idle');
+    const headBefore = (await request(g.port, 'GET', `/v1/sessions/${id}?limit=1`, { cookie, tab: 't' })).body.headSeq as number;
+
+    const stopped = await runCli(['daemon', 'stop'], env);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(readRecordFile(home)).toBeUndefined();
+    // The tab's client heard the deliberate stop: nothing starts a daemon by itself now.
+    const s = await openSse(g.port, `/v1/sessions/${id}/events?tab=t&since=0`, { cookie });
+    expect(s.status).toBe(200);
+    const down = await s.next((f) => f.event === 'reconnecting', 3_000, 'reconnecting at once');
+    expect(down.data).toMatchObject({ reason: expect.stringMatching(/astra daemon stop/), daemonShuttingDown: true, lastSeq: 0 });
+    expect(s.frames.map((f) => f.event)).toEqual(['open', 'reconnecting']);
+    // Other requests meanwhile say what to do, and start nothing.
+    const list = await request(g.port, 'GET', '/v1/sessions', { cookie, tab: 't' });
+    expect(list.status).toBe(503);
+    expect(list.body.error).toMatchObject({ reason: 'daemon_not_running', retryable: true, message: expect.stringMatching(/astra daemon start/) });
+    expect(readRecordFile(home)).toBeUndefined();
+
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, started.stderr).toBe(0);
+    const up = await s.next((f) => f.event === 'reconnected', 15_000, 'the reconnected stream event');
+    expect(s.frames.indexOf(up)).toBeGreaterThan(s.frames.indexOf(down));
+    await s.next((f) => f.event === 'replayed', 15_000, 'the backlog');
+    // The tab reclaimed control: a second turn, whose events follow the backlog with no gap.
+    const second = await waitFor('a second turn after the start', async () => {
+      const r = await request(g.port, 'POST', `/v1/sessions/${id}/messages`, { cookie, tab: 't', body: { text: 'printf two', idempotencyKey: 'k2' } });
+      return r.status === 202 ? r : undefined;
+    }, 15_000);
+    await s.next((f) => f.event === 'turn.completed' && f.data.data.turnId === second.body.turnId, 20_000);
+    const seqs = s.frames.filter((f) => f.id !== undefined).map((f) => f.data.seq as number);
+    expect(seqs.length).toBeGreaterThan(headBefore);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
     s.close();
   });

@@ -122,7 +122,15 @@ export const ENDPOINTS: Endpoint[] = [
     auth: true,
     guarded: true,
     writes: true,
-    request: obj({ title: opt(str({ maxLength: 256 })), cwd: opt(str({ maxLength: 4096 })), engine: opt(str({ maxLength: 64 })), approvalPolicy: opt(oneOf(APPROVAL_POLICIES)), idempotencyKey: opt(str({ maxLength: 128 })) }),
+    request: obj({
+      title: opt(str({ maxLength: 256 })),
+      cwd: opt(str({ maxLength: 4096 })),
+      engine: opt(str({ maxLength: 64 })),
+      engineOptions: opt(obj({}, 'Options of the engine, checked by it: for chat {model, baseUrl?, maxSteps?, systemPrompt?}.')),
+      approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
+      approvalTimeoutMs: opt(int({ min: 1000 })),
+      idempotencyKey: opt(str({ maxLength: 128 })),
+    }),
     status: 201,
     response: obj({ session: sessionView }),
   },
@@ -193,13 +201,19 @@ export const ENDPOINTS: Endpoint[] = [
   {
     method: 'POST',
     path: '/v1/approvals/{id}',
-    summary: 'Answers an approval prompt; revision is the approval id; a stale one (or a prompt this tab no longer holds) is answered outcome "expired".',
+    summary:
+      'Answers a pending approval as the session\'s controller (the daemon\'s approval/answer). A stale revision or an expired approval is 409 approval_expired; one no longer pending (answered, withdrawn) is 404 not_found.',
     auth: true,
     guarded: true,
     writes: true,
-    request: obj({ decision: oneOf(DECISIONS), revision: str({ maxLength: 256 }), idempotencyKey: opt(str({ maxLength: 128 })) }),
+    request: obj({
+      decision: oneOf(DECISIONS),
+      revision: int({ min: 1 }),
+      sessionId: opt(str({ maxLength: 128 })),
+      idempotencyKey: opt(str({ maxLength: 128 })),
+    }),
     status: 200,
-    response: obj({ approvalId: str(), decision: oneOf(DECISIONS), outcome: oneOf(['accepted', 'expired'] as const) }),
+    response: obj({ approvalId: str(), sessionId: str(), decision: oneOf(DECISIONS), revision: int({ min: 1 }) }),
   },
 ];
 

@@ -25,6 +25,7 @@ const STATUS: Partial<Record<ErrorReason, number>> = {
   invalid_state: 409,
   cursor_ahead: 409,
   cursor_expired: 409,
+  approval_expired: 409,
   incompatible_protocol: 502,
   overloaded: 503,
   shutting_down: 503,

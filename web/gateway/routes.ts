@@ -5,7 +5,8 @@ import crypto from 'node:crypto';
 import { AstraError, EVENT_TYPES, isAstraError, type Decision, type Session } from '../../protocol/index.js';
 import { HttpError, sendJson } from './errors.js';
 import { MAX_BODY_BYTES, readJsonBody } from './security.js';
-import { EventStream, eventToJson, type StreamOptions } from './sse.js';
+import { EventStream, type StreamOptions } from './sse.js';
+import { eventToJson } from './sse-frames.js';
 import type { Tab, Tabs } from './tabs.js';
 import { ENDPOINTS, STREAM_EVENTS, type Endpoint } from './contract.js';
 
@@ -97,8 +98,16 @@ const handlers: Record<string, { handler: Handler }> = {
       const cwd = str(body, 'cwd', { max: 4096 });
       const engine = str(body, 'engine', { max: 64 });
       const idempotencyKey = str(body, 'idempotencyKey', { max: 128 });
+      const engineOptions = body.engineOptions;
+      if (engineOptions !== undefined && (engineOptions === null || typeof engineOptions !== 'object' || Array.isArray(engineOptions)))
+        throw new AstraError('invalid_params', '"engineOptions" must be an object (for the chat engine: {model, baseUrl?, maxSteps?, systemPrompt?})');
+      const approvalTimeoutMs = body.approvalTimeoutMs;
+      if (approvalTimeoutMs !== undefined && (typeof approvalTimeoutMs !== 'number' || !Number.isSafeInteger(approvalTimeoutMs)))
+        throw new AstraError('invalid_params', '"approvalTimeoutMs" must be an integer number of milliseconds');
       const client = await tab.daemon();
       const { session } = await client.session.create({
+        ...(engineOptions !== undefined ? { engineOptions: engineOptions as Record<string, unknown> } : {}),
+        ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
         ...(title !== undefined ? { title } : {}),
         ...(cwd !== undefined ? { cwd } : {}),
         ...(engine !== undefined ? { engine } : {}),
@@ -134,10 +143,14 @@ const handlers: Record<string, { handler: Handler }> = {
       const previous = tab.streams.get(id!);
       if (!previous && tab.streams.size >= tab.limitStreams)
         throw new AstraError('overloaded', `this tab has ${tab.streams.size} event streams open (at most ${tab.limitStreams}); close one and retry`);
-      const client = await tab.daemon();
-      // Unknown sessions and a seq beyond the head are answered as JSON errors, before the stream opens.
-      const head = await client.session.read({ sessionId: id!, limit: 1 });
-      if (since > head.headSeq) throw new AstraError('cursor_ahead', `since=${since} is beyond the session's head (${head.headSeq}); resync from ${head.headSeq}`, { headSeq: head.headSeq });
+      const client = await tab.daemon({ whileStopped: true });
+      // Unknown sessions and a seq beyond the head are answered as JSON errors, before the stream
+      // opens, when the daemon is there to ask. While it is down the stream opens at once and says
+      // `reconnecting` (the subscription reports those errors once the daemon is back).
+      if (!tab.down) {
+        const head = await client.session.read({ sessionId: id!, limit: 1 });
+        if (since > head.headSeq) throw new AstraError('cursor_ahead', `since=${since} is beyond the session's head (${head.headSeq}); resync from ${head.headSeq}`, { headSeq: head.headSeq });
+      }
       // One stream per session per tab: a newer one (the browser reconnecting) replaces the older.
       if (previous) {
         previous.stop();
@@ -198,9 +211,12 @@ const handlers: Record<string, { handler: Handler }> = {
       const body = await readJsonBody(req);
       const decision = str(body, 'decision', { required: true });
       if (decision !== 'approve' && decision !== 'deny') throw new AstraError('invalid_params', '"decision" must be "approve" or "deny"');
-      const revision = str(body, 'revision', { required: true, max: 256 })!;
+      const revision = body.revision;
+      if (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1)
+        throw new AstraError('invalid_params', '"revision" must be the approval\'s revision, an integer ≥ 1 (approval.requested data.revision)');
+      const sessionId = str(body, 'sessionId', { max: 128 });
       const idempotencyKey = str(body, 'idempotencyKey', { max: 128 }) ?? crypto.randomUUID();
-      const r = await tab.decide(id!, decision as Decision, revision, idempotencyKey);
+      const r = await tab.decide(id!, decision as Decision, revision, idempotencyKey, sessionId);
       sendJson(res, 200, r);
     },
   },

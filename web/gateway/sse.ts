@@ -6,26 +6,12 @@ import type { ServerResponse } from 'node:http';
 import type { Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
+import { genericEventFrame, streamFrame as frame, templateFrame } from './sse-frames.js';
 import type { Tab } from './tabs.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
 export const DEFAULT_MAX_BUFFERED = 4 * 1024 * 1024;
-
-/** An event as JSON: bytes (command output) become base64, with the encoding named beside them. */
-export function eventToJson(event: SessionEvent): Record<string, unknown> {
-  const data = event.data as Record<string, unknown>;
-  let jsonData: Record<string, unknown> = data;
-  if (data && data.data instanceof Uint8Array) {
-    const bytes = data.data;
-    jsonData = { ...data, data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), encoding: 'base64' };
-  }
-  return { sessionId: event.sessionId, seq: event.seq, ts: event.ts, type: event.type, data: jsonData };
-}
-
-function frame(event: string, data: unknown, id?: number): string {
-  return `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
 
 export interface StreamOptions {
   heartbeatMs: number;
@@ -41,8 +27,11 @@ export class EventStream {
   private lagCount = 0;
   private daemonLags = 0;
   private subscribing: Promise<void> | undefined;
+  /** Opened while the daemon was down: the subscription starts at daemonReconnected. */
+  private awaitingDaemon = false;
   /** Frames of this tick, written as one chunk (one write per frame cost ~3× the throughput). */
   private pending: string[] = [];
+  /** Their exact UTF-8 size, so that flush copies each once into one buffer (no joined string, no conversion at the socket). */
   private pendingBytes = 0;
   private flushScheduled = false;
   private readonly done: Promise<void>;
@@ -77,6 +66,13 @@ export class EventStream {
     this.res.on('close', () => this.stop());
     this.res.on('drain', () => this.onDrain());
     this.heartbeat = setInterval(() => this.write(frame('heartbeat', { ts: Date.now(), lastSeq: this.lastSent })), this.opts.heartbeatMs);
+    // Opened while the daemon is down: say so now, and subscribe once the tab's client is back.
+    const down = this.tab.down;
+    if (down) {
+      this.awaitingDaemon = true;
+      this.daemonDisconnected(down.reason, down.daemonShuttingDown);
+      return;
+    }
     await this.subscribe();
   }
 
@@ -115,14 +111,18 @@ export class EventStream {
   private onEvent(e: SessionEvent): void {
     if (this.stopped || this.lagging || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
-    this.write(frame(e.type, eventToJson(e), e.seq));
+    if (e.type === 'approval.requested') this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
+    // A command.output frame by the template is ASCII: its length is its size.
+    const t = templateFrame(e);
+    if (t !== undefined) this.write(t, true);
+    else this.write(genericEventFrame(e));
     if (this.pendingBytes > 1024 * 1024) this.flush();
   }
 
-  private write(text: string): void {
+  private write(text: string, ascii = false): void {
     if (this.stopped) return;
     this.pending.push(text);
-    this.pendingBytes += text.length;
+    this.pendingBytes += ascii ? text.length : Buffer.byteLength(text);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
@@ -132,10 +132,12 @@ export class EventStream {
   private flush(): void {
     this.flushScheduled = false;
     if (this.stopped || this.pending.length === 0) return;
-    const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+    const chunk = Buffer.allocUnsafe(this.pendingBytes);
+    let at = 0;
+    for (const text of this.pending) at += chunk.write(text, at);
     this.pending = [];
     this.pendingBytes = 0;
-    this.res.write(text);
+    this.res.write(at === chunk.length ? chunk : chunk.subarray(0, at));
     if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
   }
 
@@ -168,6 +170,12 @@ export class EventStream {
   /** The tab's client reconnected; its subscription resumes after lastSeq by itself, nothing is skipped. */
   daemonReconnected(daemonRestarted: boolean, attempts: number): void {
     this.write(frame('reconnected', { daemonRestarted, attempts, lastSeq: this.lastSent }));
+    if (!this.awaitingDaemon || this.stopped) return;
+    this.awaitingDaemon = false;
+    this.subscribe().catch((e: unknown) => {
+      this.write(frame('error', toEnvelope(e).body));
+      this.stop();
+    });
   }
 
   stop(): void {

@@ -2,7 +2,8 @@
 // hence its own client identity, lease and resume token, exactly like a terminal. This module owns
 // the tabs, their pending approval prompts, and the tab limits.
 import { AstraClient, type ApprovalRequest, type ControllerLease } from '../../client/index.js';
-import { AstraError, type Decision } from '../../protocol/index.js';
+import { AstraError, isAstraError, type Decision } from '../../protocol/index.js';
+import { isProcessAlive, readRecord, resolvePaths } from '../../discovery/index.js';
 import { HttpError } from './errors.js';
 import type { LeaseStore } from './lease-store.js';
 import type { Grant } from './pairing.js';
@@ -23,20 +24,35 @@ export interface TabLimits {
 
 export const DEFAULT_TAB_LIMITS: TabLimits = { tabsPerBrowser: 16, tabs: 64, streamsPerTab: 8, idleMs: 120_000 };
 
-/** How long a decision waits for the daemon's prompt, which may arrive just after the journaled event. */
-const PROMPT_ARRIVAL_MS = 3_000;
 const REMEMBERED_DECISIONS = 256;
+/** Approval ids remembered with their session (from prompts and streamed events), for answers that name no sessionId. */
+const REMEMBERED_APPROVALS = 1024;
+/** Held prompts past this many are handed back (the oldest first); the daemon offers them again on the next lease change. */
+const MAX_PROMPTS = 256;
+/** A prompt with an expiry is handed back this long after it (the daemon has resolved it as denied by then). */
+const PROMPT_EXPIRY_SLACK_MS = 1_000;
 
 export interface DecisionResult {
   approvalId: string;
+  sessionId: string;
   decision: Decision;
-  outcome: 'accepted' | 'expired';
+  revision: number;
 }
 
 interface PendingPrompt {
   request: ApprovalRequest;
   resolve: (d: Decision) => void;
   reject: (e: Error) => void;
+  timer?: NodeJS.Timeout;
+}
+
+/** While the tab's client is stopped (`astra daemon stop`), how often the gateway looks for a daemon someone started. */
+const STOPPED_POLL_MS = 500;
+
+/** Why the tab's daemon connection is down, for the streams that open meanwhile. */
+export interface DaemonDown {
+  reason: string;
+  daemonShuttingDown: boolean;
 }
 
 export class Tab {
@@ -45,9 +61,12 @@ export class Tab {
   private client: AstraClient | undefined;
   private connecting: Promise<AstraClient> | undefined;
   private readonly prompts = new Map<string, PendingPrompt>();
-  private readonly promptWaiters = new Map<string, Array<() => void>>();
-  private readonly decisions = new Map<string, DecisionResult>();
+  private readonly approvalSessions = new Map<string, string>();
+  private readonly decisions = new Map<string, { approvalId: string; decision: Decision; revision: number; result?: DecisionResult; error?: unknown }>();
   private closed = false;
+  /** The last drop's reason; what counts is the client's state (down unless connected). */
+  private lastDrop: DaemonDown = { reason: 'the connection to the daemon dropped', daemonShuttingDown: false };
+  private stoppedPoll: NodeJS.Timeout | undefined;
 
   constructor(
     readonly key: string,
@@ -68,8 +87,10 @@ export class Tab {
   }
 
   /** The tab's daemon client, connected on first use (the daemon is started when none runs). */
-  async daemon(): Promise<AstraClient> {
+  async daemon(opts: { whileStopped?: boolean } = {}): Promise<AstraClient> {
     if (this.closed) throw new AstraError('connection_closed', 'this tab was closed by the gateway; reload the page');
+    if (this.client?.state === 'stopped' && !opts.whileStopped)
+      throw new AstraError('daemon_not_running', 'the daemon was stopped (astra daemon stop): run `astra daemon start`; open pages go on by themselves once it runs');
     if (this.client) return this.client;
     this.connecting ??= (async () => {
       try {
@@ -89,9 +110,15 @@ export class Tab {
         client.on('leaseReclaimed', ({ lease }) => this.rememberLease(lease));
         client.on('disconnected', (e) => {
           const reason = e.daemonShuttingDown ? `the daemon is stopping${e.shutdownReason ? ` (${e.shutdownReason})` : ''}` : 'the connection to the daemon dropped';
-          for (const s of this.streams.values()) s.daemonDisconnected(reason, e.daemonShuttingDown);
+          this.daemonDown({ reason, daemonShuttingDown: e.daemonShuttingDown });
+        });
+        // A deliberate stop: nothing starts a daemon by itself; the tab goes on once someone does.
+        client.on('stopped', () => {
+          this.daemonDown({ reason: 'the daemon was stopped (astra daemon stop); the page goes on once it runs again (astra daemon start)', daemonShuttingDown: true });
+          this.watchForDaemon(client);
         });
         client.on('reconnected', (e) => {
+          this.stopWatching();
           for (const s of this.streams.values()) s.daemonReconnected(e.daemonRestarted, e.attempts);
         });
         if (!this.readOnly) await this.reclaimLeases(client);
@@ -136,76 +163,130 @@ export class Tab {
     return lease !== undefined;
   }
 
+  private daemonDown(down: DaemonDown): void {
+    this.lastDrop = down;
+    for (const s of this.streams.values()) s.daemonDisconnected(down.reason, down.daemonShuttingDown);
+  }
+
+  /** Why the daemon connection is down, or undefined while it is up (or not made yet). */
+  get down(): DaemonDown | undefined {
+    const state = this.client?.state;
+    return state === 'reconnecting' || state === 'stopped' ? this.lastDrop : undefined;
+  }
+
+  private watchForDaemon(client: AstraClient): void {
+    this.stopWatching();
+    const recordPath = resolvePaths(this.env).recordPath;
+    this.stoppedPoll = setInterval(() => {
+      if (client.state !== 'stopped') return this.stopWatching();
+      let record;
+      try {
+        record = readRecord(recordPath);
+      } catch {
+        return; // half-written by a starting daemon: look again next time
+      }
+      if (!record || !isProcessAlive(record.pid)) return;
+      this.stopWatching();
+      // Connects to the daemon that runs now (resume() would start one only if it went again).
+      client.resume().catch(() => undefined);
+    }, STOPPED_POLL_MS);
+    this.stoppedPoll.unref();
+  }
+
+  private stopWatching(): void {
+    if (this.stoppedPoll) clearInterval(this.stoppedPoll);
+    this.stoppedPoll = undefined;
+  }
+
   /** The client if connected, without connecting. */
   get connected(): AstraClient | undefined {
     return this.client;
   }
 
+  /**
+   * The daemon's approval/request for a session this tab controls. The page answers with
+   * approval/answer (decide), so the prompt is only held for the daemon's sake: it is completed
+   * once answered, handed back when control is lost, and dropped after its expiry.
+   */
   private prompt(request: ApprovalRequest): Promise<Decision> {
+    this.noteApproval(request.approvalId, request.sessionId);
     return new Promise<Decision>((resolve, reject) => {
-      this.prompts.set(request.approvalId, { request, resolve, reject });
-      for (const w of this.promptWaiters.get(request.approvalId) ?? []) w();
-      this.promptWaiters.delete(request.approvalId);
+      const p: PendingPrompt = { request, resolve, reject };
+      if (request.expiresAt !== undefined) {
+        p.timer = setTimeout(() => this.handBack(request.approvalId, new AstraError('approval_expired', 'the approval expired unanswered')), Math.max(0, request.expiresAt - Date.now()) + PROMPT_EXPIRY_SLACK_MS);
+        p.timer.unref();
+      }
+      this.prompts.set(request.approvalId, p);
+      if (this.prompts.size > MAX_PROMPTS) this.handBack(this.prompts.keys().next().value!, new AstraError('not_found', 'too many prompts held by one tab'));
     });
+  }
+
+  private handBack(approvalId: string, e: AstraError): void {
+    const p = this.prompts.get(approvalId);
+    if (!p) return;
+    this.prompts.delete(approvalId);
+    if (p.timer) clearTimeout(p.timer);
+    p.reject(e);
+  }
+
+  /** Remembers which session an approval belongs to (an answer may name no sessionId). */
+  noteApproval(approvalId: string, sessionId: string): void {
+    this.approvalSessions.set(approvalId, sessionId);
+    if (this.approvalSessions.size > REMEMBERED_APPROVALS) this.approvalSessions.delete(this.approvalSessions.keys().next().value!);
   }
 
   /** Prompts of a session this tab no longer controls go back to the daemon, which offers them to the next controller. */
   private dropPrompts(sessionId: string, why: string): void {
-    for (const [id, p] of this.prompts) {
-      if (p.request.sessionId !== sessionId) continue;
-      this.prompts.delete(id);
-      p.reject(new AstraError('not_controller', why));
-    }
+    for (const [id, p] of this.prompts) if (p.request.sessionId === sessionId) this.handBack(id, new AstraError('not_controller', why));
   }
 
   /**
-   * The page's answer to an approval. The revision is the approval's identity (the wire protocol has
-   * no revision of its own): an answer to any other revision, or to a prompt this tab does not hold
-   * (resolved, or offered to another controller), is `expired`. The same idempotencyKey answers the
-   * first result again.
+   * The page's answer to an approval, through the daemon's approval/answer as the session's
+   * controller: a stale revision or an expired approval is the daemon's approval_expired, an
+   * approval no longer pending its not_found, a tab without control not_controller. The same
+   * idempotencyKey gives the first answer's result (or error) again.
    */
-  async decide(approvalId: string, decision: Decision, revision: string, idempotencyKey: string): Promise<DecisionResult> {
+  async decide(approvalId: string, decision: Decision, revision: number, idempotencyKey: string, sessionId?: string): Promise<DecisionResult> {
     if (this.readOnly) throw new HttpError(403, 'not_controller', 'this is a read-only (observer) link: it cannot answer approvals');
     const earlier = this.decisions.get(idempotencyKey);
     if (earlier) {
-      if (earlier.approvalId !== approvalId || earlier.decision !== decision)
+      if (earlier.approvalId !== approvalId || earlier.decision !== decision || earlier.revision !== revision)
         throw new AstraError('idempotency_conflict', 'this idempotencyKey was used for another decision; use a fresh key');
-      return earlier;
+      if (earlier.result) return earlier.result;
+      throw earlier.error;
     }
-    let result: DecisionResult = { approvalId, decision, outcome: 'expired' };
-    if (revision === approvalId) {
-      if (!this.prompts.has(approvalId)) await this.waitForPrompt(approvalId, PROMPT_ARRIVAL_MS);
-      const p = this.prompts.get(approvalId);
-      if (p) {
-        this.prompts.delete(approvalId);
-        p.resolve(decision);
-        result = { approvalId, decision, outcome: 'accepted' };
-      }
+    const session = sessionId ?? this.prompts.get(approvalId)?.request.sessionId ?? this.approvalSessions.get(approvalId);
+    if (session === undefined)
+      throw new AstraError('not_found', `this tab has not seen approval ${approvalId}; name its session ("sessionId" in the body)`, { approvalId });
+    const client = await this.daemon();
+    const entry: { approvalId: string; decision: Decision; revision: number; result?: DecisionResult; error?: unknown } = { approvalId, decision, revision };
+    try {
+      await client.approval.answer({ sessionId: session, approvalId, revision, decision });
+      entry.result = { approvalId, sessionId: session, decision, revision };
+    } catch (e) {
+      // Errors that say nothing about the answer itself are not remembered: the same key may be sent again.
+      if (!isAstraError(e) || !['approval_expired', 'not_found', 'not_controller', 'stale_epoch', 'invalid_params'].includes(e.reason)) throw e;
+      entry.error = e;
     }
-    this.decisions.set(idempotencyKey, result);
+    this.decisions.set(idempotencyKey, entry);
     if (this.decisions.size > REMEMBERED_DECISIONS) this.decisions.delete(this.decisions.keys().next().value!);
-    return result;
-  }
-
-  private waitForPrompt(approvalId: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      const list = this.promptWaiters.get(approvalId) ?? [];
-      list.push(done);
-      this.promptWaiters.set(approvalId, list);
-    });
+    if (entry.error) throw entry.error;
+    // The daemon's prompt to this tab is answered too; the daemon finds the approval resolved and lets it be.
+    const p = this.prompts.get(approvalId);
+    if (p) {
+      this.prompts.delete(approvalId);
+      if (p.timer) clearTimeout(p.timer);
+      p.resolve(decision);
+    }
+    return entry.result!;
   }
 
   /** Closes the tab's streams and its daemon client; leases are not released, so they enter their grace period. */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopWatching();
     for (const s of [...this.streams.values()]) s.stop();
-    for (const p of this.prompts.values()) p.reject(new AstraError('connection_closed', 'the tab closed'));
-    this.prompts.clear();
+    for (const id of [...this.prompts.keys()]) this.handBack(id, new AstraError('connection_closed', 'the tab closed'));
     const client = this.client ?? (this.connecting ? await this.connecting.catch(() => undefined) : undefined);
     this.client = undefined;
     if (client) await client.close().catch(() => undefined);

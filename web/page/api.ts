@@ -43,6 +43,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 export interface SessionView {
   id: string;
   title: string;
+  engine: string;
   state: string;
   updatedAt: number;
   headSeq: number;

@@ -6,10 +6,12 @@ import { mirrorStyleElements } from './render/csp-styles.js';
 import { TerminalRenderer } from './render/terminal.js';
 import { MessageRenderer } from './render/messages.js';
 import { ApprovalRenderer } from './render/approvals.js';
+import { ToolCardRenderer } from './render/tool-cards.js';
 
 interface Renderer {
   handles(type: string): boolean;
-  render(e: PageEvent): void;
+  /** true: the event is drawn and the renderers after this one skip it (a tool card took its approval). */
+  render(e: PageEvent): boolean | void;
 }
 
 /** What tests read: every seq rendered, in order, and the terminal's text. */
@@ -18,11 +20,15 @@ interface PageProbe {
   /** For each event rendered live: ms from the daemon's timestamp to the end of its rendering. */
   latencies: number[];
   terminalText(): string;
+  /** The terminal's lines as it shows them (xterm's buffer, scrollback included). */
+  terminalLines(): string[];
+  /** The xterm.js Terminal, for tests that look at cells (colours). */
+  terminal?: unknown;
   streamState: StreamState | 'idle';
   /** The last 100 states the status bar showed, with their detail ("reconnecting: the daemon …"). */
   streamStates: string[];
 }
-const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', streamState: 'idle', streamStates: [] };
+const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', terminalLines: () => [], streamState: 'idle', streamStates: [] };
 (window as unknown as { astra: PageProbe }).astra = probe;
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -95,14 +101,18 @@ function route(): void {
 async function showList(): Promise<void> {
   const table = el('table', { id: 'sessions' });
   const title = el('input', { type: 'text', placeholder: 'title of a new session', id: 'new-title' });
+  const engine = el('select', { id: 'new-engine' }, el('option', { value: 'shell', textContent: 'shell' }), el('option', { value: 'chat', textContent: 'chat (a model)' }));
+  const model = el('input', { type: 'text', placeholder: 'model (chat)', id: 'new-model', hidden: true });
+  engine.addEventListener('change', () => (model.hidden = engine.value !== 'chat'));
   const create = el('button', { id: 'new-session', textContent: 'New session', disabled: me?.readOnly ?? true });
   create.addEventListener('click', () => {
-    void api<{ session: SessionView }>('POST', '/v1/sessions', { title: title.value || 'web session', approvalPolicy: 'ask', idempotencyKey: crypto.randomUUID() }).then(
+    const chat = engine.value === 'chat' ? { engine: 'chat', ...(model.value ? { engineOptions: { model: model.value } } : {}) } : {};
+    void api<{ session: SessionView }>('POST', '/v1/sessions', { title: title.value || 'web session', approvalPolicy: 'ask', ...chat, idempotencyKey: crypto.randomUUID() }).then(
       ({ session }) => (location.hash = `#/s/${encodeURIComponent(session.id)}`),
       (e: Error) => notice(`Could not create a session: ${e.message}`, true),
     );
   });
-  $('main').replaceChildren(el('div', { className: 'bar' }, title, create), table);
+  $('main').replaceChildren(el('div', { className: 'bar' }, title, engine, model, create), table);
   $('status-control').textContent = '';
   const refresh = async (): Promise<void> => {
     try {
@@ -145,10 +155,14 @@ function showSession(id: string): void {
 
   const terminal = new TerminalRenderer(termBox);
   const approvals = new ApprovalRenderer(cards);
-  const renderers: Renderer[] = [terminal, new MessageRenderer(messages), approvals];
+  const tools = new ToolCardRenderer(messages);
+  // Tool cards first: they take the approvals of the chat engine's tool calls.
+  const renderers: Renderer[] = [tools, terminal, new MessageRenderer(messages), approvals];
   probe.seqs = [];
   probe.latencies = [];
   probe.terminalText = () => terminal.text;
+  probe.terminalLines = () => terminal.lines();
+  probe.terminal = terminal.term;
   let controlled = false;
 
   const showControl = (s: SessionView): void => {
@@ -161,7 +175,10 @@ function showSession(id: string): void {
     for (const b of [send, cancel, release]) b.disabled = ro || !controlled;
     take.disabled = ro || controlled;
     input.disabled = ro;
-    approvals.setCanDecide(!ro && controlled, holder);
+    input.placeholder = s.engine === 'chat' ? 'a message to the model' : 'a command to run';
+    const control = { canDecide: !ro && controlled, holderName: holder };
+    approvals.setControl(control);
+    tools.setControl(control);
   };
   const refreshControl = async (): Promise<void> => {
     try {
@@ -205,7 +222,7 @@ function showSession(id: string): void {
   const stream = new SessionStream(id, eventTypes, {
     onEvent: (e) => {
       probe.seqs.push(e.seq);
-      for (const r of renderers) if (r.handles(e.type)) r.render(e);
+      for (const r of renderers) if (r.handles(e.type) && r.render(e) === true) break;
       if (probe.streamState === 'live') probe.latencies.push(Date.now() - e.ts);
       if (e.type === 'lease.changed' || e.type === 'turn.completed' || e.type === 'turn.started') void refreshControl();
     },

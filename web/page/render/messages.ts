@@ -1,9 +1,11 @@
 // Conversation events → text: the user's input, assistant text streamed by message.delta and
-// settled by message.completed, turn ends and errors.
+// settled by message.completed (one element per model answer: a turn with tool calls has several,
+// with the tool cards between them), turn ends and errors.
 import type { PageEvent } from '../api.js';
 
 export class MessageRenderer {
-  private readonly assistant = new Map<string, HTMLElement>();
+  /** Per turn, the answer being streamed now. */
+  private readonly streaming = new Map<string, HTMLElement>();
 
   constructor(private readonly container: HTMLElement) {}
 
@@ -15,13 +17,25 @@ export class MessageRenderer {
     const d = e.data;
     const turnId = String(d.turnId ?? '');
     if (e.type === 'message.user') this.line('user', `> ${String(d.text)}`);
-    else if (e.type === 'message.delta' || e.type === 'message.completed') {
-      let el = this.assistant.get(turnId);
+    else if (e.type === 'message.delta') {
+      let el = this.streaming.get(turnId);
       if (!el) {
-        el = this.line('assistant', '');
-        this.assistant.set(turnId, el);
+        el = this.line('assistant streaming', '');
+        this.streaming.set(turnId, el);
       }
-      el.textContent = e.type === 'message.delta' ? (el.textContent ?? '') + String(d.text) : String(d.text);
+      el.append(String(d.text));
+    } else if (e.type === 'message.completed') {
+      const el = this.streaming.get(turnId) ?? this.line('assistant', '');
+      this.streaming.delete(turnId);
+      const text = String(d.text);
+      // An answer that only called tools has no text: its cards say what it did.
+      if (text === '' && d.finishReason === 'tool_calls') {
+        el.remove();
+        return;
+      }
+      el.classList.remove('streaming');
+      el.textContent = text;
+      if (typeof d.finishReason === 'string') el.dataset.finishReason = d.finishReason;
     } else if (e.type === 'turn.completed') this.line('turn', `turn ${String(d.status)}${d.error ? `: ${String(d.error)}` : ''}`);
     else if (e.type === 'error') this.line('error', String(d.message));
     this.container.scrollTop = this.container.scrollHeight;

@@ -1,7 +1,14 @@
 // command.* events → an xterm.js terminal: the command line, its output bytes (base64 on the wire),
-// and how it ended.
+// and how it ended. Output of a command with a pseudo-terminal (command.started tty: true) goes to
+// xterm as it came — `\r\n`, `\r` redraws and escape sequences are the program's, at the daemon's
+// terminal width — while pipe output (plain `\n`) has its line feeds made into new lines.
 import { Terminal } from '@xterm/xterm';
 import type { PageEvent } from '../api.js';
+
+/** The daemon's pseudo-terminal width until a controller resizes it (docs/terminal.md). */
+const PTY_COLS = 80;
+const PIPE_COLS = 100;
+const ROWS = 16;
 
 function base64ToBytes(b64: string): Uint8Array {
   const bin = atob(b64);
@@ -12,11 +19,15 @@ function base64ToBytes(b64: string): Uint8Array {
 
 export class TerminalRenderer {
   readonly term: Terminal;
-  /** Plain text written so far, for tests and copy (xterm's DOM holds only the visible rows). */
+  /** The output as text, for tests and copy (xterm's DOM holds only the visible rows). */
   text = '';
+  /** One decoder for the stream: a character split across two chunks decodes whole. */
+  private decoder = new TextDecoder();
+  /** Whether the cursor is at the start of a line, so the next `$ command` starts on a fresh one. */
+  private atLineStart = true;
 
   constructor(container: HTMLElement) {
-    this.term = new Terminal({ convertEol: true, rows: 16, cols: 100, scrollback: 5000, disableStdin: true });
+    this.term = new Terminal({ convertEol: true, rows: ROWS, cols: PIPE_COLS, scrollback: 5000, disableStdin: true });
     this.term.open(container);
   }
 
@@ -26,18 +37,48 @@ export class TerminalRenderer {
 
   render(e: PageEvent): void {
     const d = e.data;
-    if (e.type === 'command.started') this.write(`\x1b[1m$ ${String(d.command)}\x1b[0m\r\n`);
-    else if (e.type === 'command.output') {
+    if (e.type === 'command.started') {
+      const tty = d.tty === true;
+      // Pipes: "\n" is a new line. A terminal: the program's bytes as they are (its tty wrote "\r\n").
+      // xterm parses writes later, in order: switch once what came before is parsed, before what follows.
+      const cols = tty ? PTY_COLS : PIPE_COLS;
+      this.term.write('', () => {
+        this.term.options.convertEol = !tty;
+        if (this.term.cols !== cols) this.term.resize(cols, ROWS);
+      });
+      this.write(`${this.atLineStart ? '' : '\r\n'}\x1b[1m$ ${String(d.command)}\x1b[0m\r\n`);
+    } else if (e.type === 'command.output') {
       const bytes = d.encoding === 'base64' ? base64ToBytes(String(d.data)) : new TextEncoder().encode(String(d.data));
-      this.text += new TextDecoder().decode(bytes);
+      if (bytes.length === 0) return;
+      this.text += this.decoder.decode(bytes, { stream: true });
+      this.atLineStart = bytes[bytes.length - 1] === 0x0a;
       this.term.write(bytes);
     } else if (e.type === 'command.completed') {
-      this.write(`\x1b[2m[exit ${d.exitCode === null ? String(d.signal) : String(d.exitCode)}]\x1b[0m\r\n`);
+      this.text += this.decoder.decode();
+      this.decoder = new TextDecoder();
+      // Attributes the program left set (colour, reverse) end with it.
+      this.write(`\x1b[0m${this.atLineStart ? '' : '\r\n'}\x1b[2m[exit ${d.exitCode === null ? String(d.signal) : String(d.exitCode)}]\x1b[0m\r\n`);
     }
+  }
+
+  /** The screen as a terminal shows it: every line of the buffer (scrollback included; a line the width wrapped is one), trailing blanks cut. */
+  lines(): string[] {
+    const buf = this.term.buffer.active;
+    const out: string[] = [];
+    for (let i = 0; i < buf.length; i++) {
+      const line = buf.getLine(i);
+      // A row the next one continues keeps its trailing blanks: they are part of the line.
+      const text = line?.translateToString(!buf.getLine(i + 1)?.isWrapped) ?? '';
+      if (line?.isWrapped && out.length > 0) out[out.length - 1] += text;
+      else out.push(text);
+    }
+    while (out.length > 0 && out[out.length - 1] === '') out.pop();
+    return out;
   }
 
   private write(s: string): void {
     this.text += s.replace(/\x1b\[[0-9;]*m/g, '');
+    this.atLineStart = s.endsWith('\n');
     this.term.write(s);
   }
 }

@@ -1,0 +1,41 @@
+// The SSE frame encoder's fast path for command.output gives exactly the bytes of the generic path,
+// and anything it does not recognise exactly goes the generic way.
+import { describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../protocol/index.js';
+import { eventFrame, genericEventFrame } from '../../web/gateway/sse-frames.js';
+
+const output = (data: Record<string, unknown>, over: Partial<SessionEvent> = {}): SessionEvent =>
+  ({ sessionId: 'ses_01HXYZ', seq: 42, ts: 1764590000123, type: 'command.output', data, ...over }) as SessionEvent;
+
+describe('SSE frames', () => {
+  it('writes command.output by the template with the same bytes as JSON.stringify', () => {
+    const all = new Uint8Array(256).map((_, i) => i);
+    for (const e of [
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('hello\n') }),
+      output({ turnId: 'turn_2', stream: 'stderr', data: all.subarray(3, 250) }),
+      output({ turnId: 't', stream: 'stdout', data: new Uint8Array(0) }),
+    ]) {
+      const fast = eventFrame(e);
+      expect(fast.ascii).toBe(true);
+      expect(Buffer.byteLength(fast.text)).toBe(fast.text.length);
+      expect(fast.text).toBe(genericEventFrame(e));
+      const json = JSON.parse(fast.text.split('\ndata: ')[1]!);
+      expect(Buffer.from(json.data.data, 'base64')).toEqual(Buffer.from((e.data as { data: Uint8Array }).data));
+    }
+  });
+
+  it('takes the generic path for what the template does not cover: ids needing escapes, other fields or order, other events', () => {
+    const cases: SessionEvent[] = [
+      output({ turnId: 'turn "quoted"\n', stream: 'stdout', data: Buffer.from('x') }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('x') }, { sessionId: 'ses_\u2028' }),
+      output({ stream: 'stdout', turnId: 'turn_1', data: Buffer.from('x') }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('x'), extra: true }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: 'text, not bytes' }),
+      { sessionId: 'ses_1', seq: 1, ts: 1, type: 'message.delta', data: { turnId: 't', text: 'a "b"\n' } } as SessionEvent,
+    ];
+    for (const e of cases) {
+      expect(eventFrame(e)).toEqual({ text: genericEventFrame(e), ascii: false });
+      expect(() => JSON.parse(eventFrame(e).text.split('\ndata: ')[1]!)).not.toThrow();
+    }
+  });
+});

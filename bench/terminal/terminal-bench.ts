@@ -1,0 +1,425 @@
+// The terminal rows (issue 17): `astra attach` beside tmux, the terminal multiplexer users compare it
+// with, in the same run, interleaved. Every client is a real process in a pseudo-terminal of its own
+// (@lydell/node-pty) that this process reads as a terminal would:
+//   key to echo: a key written into the controller's terminal (`astra attach`, or a `tmux attach`
+//     client), echoed by `cat` (raw mode, so cat itself echoes) in the session's terminal, seen in the
+//     observer's terminal output (a second `astra attach` / `tmux attach`); p50 and p99 over KEYS keys
+//     after a warm-up, one key at a time, same processes throughout.
+//   throughput: `seq 1 2000000` typed into the controller's terminal, run in the session's terminal
+//     with two clients attached; MB/s of seq's output until both clients have shown the line after it.
+//   cold attach: a fresh `astra attach` process (an observer of a running `cat`) to its first screen
+//     drawn, against a fresh `tmux attach -r`.
+// Run by bench/run.ts (section `terminal`, BENCH_ONLY=terminal), or alone:
+//   node dist/bench/terminal/terminal-bench.js   (updates bench/results.json's terminal rows and the
+//   table in bench/REPORT.md's terminal part). Nothing here asserts a timing.
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DaemonProc } from '../daemon-proc.js';
+import { CLI, HERE, median, percentile } from '../lib.js';
+import { TermProc, killAllTerms } from './term-proc.js';
+
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
+export const KEYS = Number(process.env.BENCH_TERMINAL_KEYS ?? 300);
+const KEY_WARMUP = 50;
+export const SEQ_N = 2_000_000;
+const COLD_REPEATS = 5;
+const COLS = 120;
+const ROWS = 40;
+/** The session's command for the key rows: cat echoes every byte itself (raw, no terminal echo). `RE''ADY` so the typed line does not contain the marker. */
+const CAT_CMD = `stty raw -echo; printf 'RE''ADY'; exec cat`;
+/** `END-$((1+1))` prints END-2, which the typed line does not contain. */
+const SEQ_CMD = `seq 1 ${SEQ_N}; echo END-$((1+1))`;
+const TITLE = 'benchterm';
+
+/** Bytes `seq 1 N` prints. */
+function seqBytes(n: number): number {
+  let total = 0;
+  for (let digits = 1, lo = 1; lo <= n; digits++, lo *= 10) total += (Math.min(n, lo * 10 - 1) - lo + 1) * (digits + 1);
+  return total;
+}
+
+export type Side = 'astra' | 'tmux';
+export interface TerminalResult {
+  /** Per figure, per side, one value per run. */
+  samples: Record<string, Partial<Record<Side, number[]>>>;
+  /** Medians of the runs. */
+  medians: Record<string, Partial<Record<Side, number>>>;
+  /** What failed on a side, per figure (the figure then has no value for that side). */
+  errors: string[];
+  parameters: Record<string, number | string>;
+}
+
+type Log = (line: string) => void;
+
+// ---- tmux ----
+
+class TmuxServer {
+  readonly socket = `astra-bench-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+
+  run(args: string[]): string {
+    return execFileSync('tmux', ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+
+  newSession(name: string, command: string): void {
+    this.run(['new-session', '-d', '-s', name, '-x', String(COLS), '-y', String(ROWS), command]);
+    this.run(['set', '-g', 'status', 'off']);
+  }
+
+  attach(name: string, what: string, readOnly = false): TermProc {
+    return new TermProc(what, 'tmux', ['-u', '-L', this.socket, 'attach', ...(readOnly ? ['-r'] : []), '-t', name], process.env, COLS, ROWS);
+  }
+
+  kill(): void {
+    try {
+      this.run(['kill-server']);
+    } catch {
+      // no server left
+    }
+    const dir = path.join(process.env.TMUX_TMPDIR || os.tmpdir(), `tmux-${process.getuid?.() ?? 0}`);
+    fs.rmSync(path.join(dir, this.socket), { force: true });
+  }
+}
+
+// ---- astra ----
+
+class AstraSide {
+  readonly daemon = new DaemonProc({ ASTRA_TERMINAL: process.env.ASTRA_TERMINAL ?? 'auto' });
+
+  async start(): Promise<void> {
+    await this.daemon.start();
+  }
+
+  async session(title: string): Promise<string> {
+    const c = await this.daemon.client('bench-terminal');
+    try {
+      const { session } = await c.session.create({ title, engine: 'shell', approvalPolicy: 'auto', cwd: this.daemon.home });
+      return session.id;
+    } finally {
+      await c.close();
+    }
+  }
+
+  attach(id: string, what: string): TermProc {
+    return new TermProc(what, process.execPath, [CLI, 'attach', id], this.daemon.env, COLS, ROWS);
+  }
+
+  /** The controller's and an observer's `astra attach`, both showing the session. */
+  async pair(id: string): Promise<[TermProc, TermProc]> {
+    const ctl = this.attach(id, 'the controller\'s astra attach');
+    await ctl.next(TITLE, 20_000, true);
+    const c = await this.daemon.client('bench-terminal-probe');
+    try {
+      await waitUntil('the controller\'s astra attach holding control', 20_000, async () => (await c.session.read({ sessionId: id, limit: 1 })).session.controller != null);
+    } finally {
+      await c.close();
+    }
+    const obs = this.attach(id, 'the observer\'s astra attach');
+    await obs.next(TITLE, 20_000, true);
+    return [ctl, obs];
+  }
+
+  async stop(): Promise<void> {
+    await this.daemon.stop();
+  }
+}
+
+async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`bench: ${what} did not happen within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// ---- the measurements, the same loop for both sides ----
+
+/** One key at a time into `ctl`, each seen on `obs` before the next; latencies in ms after the warm-up. */
+async function keyLatencies(ctl: TermProc, obs: TermProc): Promise<number[]> {
+  const lat: number[] = [];
+  for (let i = 0; i < KEY_WARMUP + KEYS; i++) {
+    // Greek letters: nothing else either side draws (status lines, ids) contains them.
+    const ch = String.fromCharCode(0x3b1 + (i % 24));
+    const seen = obs.next(ch, 10_000);
+    const t0 = performance.now();
+    ctl.write(ch);
+    const t1 = await seen;
+    if (i >= KEY_WARMUP) lat.push(t1 - t0);
+  }
+  return lat.sort((a, b) => a - b);
+}
+
+/** Types `SEQ_CMD` into `ctl`; ms until both terminals showed END-2. */
+async function seqThroughput(ctl: TermProc, obs: TermProc): Promise<{ ms: number; clientBytes: number }> {
+  const before = ctl.received + obs.received;
+  const seen = Promise.all([ctl.next('END-2', 300_000), obs.next('END-2', 300_000)]);
+  const t0 = performance.now();
+  ctl.write(`${SEQ_CMD}\r`);
+  const ends = await seen;
+  return { ms: Math.max(...ends) - t0, clientBytes: (ctl.received + obs.received - before) / 2 };
+}
+
+// ---- one run: both sides, interleaved ----
+
+interface Recorder {
+  record(figure: string, side: Side, value: number): void;
+  fail(figure: string, side: Side, e: unknown): void;
+}
+
+async function latencyTmux(rec: Recorder, log: Log): Promise<void> {
+  const tmux = new TmuxServer();
+  const terms: TermProc[] = [];
+  try {
+    tmux.newSession('lat', CAT_CMD);
+    const ctl = tmux.attach('lat', 'the first tmux attach');
+    terms.push(ctl);
+    await ctl.next('READY', 15_000, true);
+    const obs = tmux.attach('lat', 'the second tmux attach');
+    terms.push(obs);
+    await obs.next('READY', 15_000, true);
+    const lat = await keyLatencies(ctl, obs);
+    rec.record('terminal.keyP50ms', 'tmux', percentile(lat, 0.5));
+    rec.record('terminal.keyP99ms', 'tmux', percentile(lat, 0.99));
+    log(`  tmux     key → echo on the other client: p50 ${percentile(lat, 0.5).toFixed(2)} ms, p99 ${percentile(lat, 0.99).toFixed(2)} ms`);
+    await coldAttaches(rec, 'tmux', () => tmux.attach('lat', 'a fresh tmux attach -r', true), 'READY');
+  } finally {
+    for (const t of terms) await t.stop();
+    tmux.kill();
+  }
+}
+
+async function latencyAstra(rec: Recorder, log: Log): Promise<void> {
+  const astra = new AstraSide();
+  const terms: TermProc[] = [];
+  try {
+    await astra.start();
+    const id = await astra.session(TITLE);
+    const [ctl, obs] = await astra.pair(id);
+    terms.push(ctl, obs);
+    ctl.write(`${CAT_CMD}\r`);
+    await Promise.all([ctl.next('READY', 15_000, true), obs.next('READY', 15_000, true)]);
+    try {
+      const lat = await keyLatencies(ctl, obs);
+      rec.record('terminal.keyP50ms', 'astra', percentile(lat, 0.5));
+      rec.record('terminal.keyP99ms', 'astra', percentile(lat, 0.99));
+      log(`  astra    key → echo on the observer: p50 ${percentile(lat, 0.5).toFixed(2)} ms, p99 ${percentile(lat, 0.99).toFixed(2)} ms`);
+    } catch (e) {
+      rec.fail('terminal.keyP50ms', 'astra', e);
+    }
+    await coldAttaches(rec, 'astra', () => astra.attach(id, 'a fresh astra attach'), 'READY', TITLE);
+  } catch (e) {
+    rec.fail('terminal.keyP50ms', 'astra', e);
+  } finally {
+    for (const t of terms) await t.stop();
+    await astra.stop();
+  }
+}
+
+/** A fresh client process to the first screen showing `marks`, COLD_REPEATS times; records the median. */
+async function coldAttaches(rec: Recorder, side: Side, open: () => TermProc, ...marks: string[]): Promise<void> {
+  const ms: number[] = [];
+  try {
+    for (let i = 0; i < COLD_REPEATS; i++) {
+      const t0 = performance.now();
+      const t = open();
+      try {
+        const at = await Promise.all(marks.map((m) => t.next(m, 20_000, true)));
+        ms.push(Math.max(...at) - t0);
+      } finally {
+        await t.stop();
+      }
+    }
+    rec.record('terminal.coldAttachMs', side, median(ms));
+  } catch (e) {
+    rec.fail('terminal.coldAttachMs', side, e);
+  }
+}
+
+async function throughputTmux(rec: Recorder, log: Log): Promise<void> {
+  const tmux = new TmuxServer();
+  const terms: TermProc[] = [];
+  try {
+    tmux.newSession('tp', `env PS1='ready> ' sh`);
+    const ctl = tmux.attach('tp', 'the first tmux attach');
+    const obs = tmux.attach('tp', 'the second tmux attach');
+    terms.push(ctl, obs);
+    await Promise.all([ctl.next('ready>', 15_000, true), obs.next('ready>', 15_000, true)]);
+    const r = await seqThroughput(ctl, obs);
+    const mbps = seqBytes(SEQ_N) / 1e6 / (r.ms / 1000);
+    rec.record('terminal.seqMBPerSec', 'tmux', mbps);
+    rec.record('terminal.seqClientMB', 'tmux', r.clientBytes / 1e6);
+    log(`  tmux     seq 1 ${SEQ_N} to two clients: ${mbps.toFixed(1)} MB/s (${(r.ms / 1000).toFixed(2)} s; each client got ${(r.clientBytes / 1e6).toFixed(1)} MB)`);
+  } finally {
+    for (const t of terms) await t.stop();
+    tmux.kill();
+  }
+}
+
+async function throughputAstra(rec: Recorder, log: Log): Promise<void> {
+  const astra = new AstraSide();
+  const terms: TermProc[] = [];
+  try {
+    await astra.start();
+    const id = await astra.session(TITLE);
+    const [ctl, obs] = await astra.pair(id);
+    terms.push(ctl, obs);
+    const r = await seqThroughput(ctl, obs);
+    const mbps = seqBytes(SEQ_N) / 1e6 / (r.ms / 1000);
+    rec.record('terminal.seqMBPerSec', 'astra', mbps);
+    rec.record('terminal.seqClientMB', 'astra', r.clientBytes / 1e6);
+    log(`  astra    seq 1 ${SEQ_N} to two clients: ${mbps.toFixed(1)} MB/s (${(r.ms / 1000).toFixed(2)} s; each client got ${(r.clientBytes / 1e6).toFixed(1)} MB)`);
+  } catch (e) {
+    rec.fail('terminal.seqMBPerSec', 'astra', e);
+  } finally {
+    for (const t of terms) await t.stop();
+    await astra.stop();
+  }
+}
+
+/** The whole section: REPEATS runs, each side in every run, the order alternating between runs. */
+export async function runTerminalBench(log: Log): Promise<TerminalResult> {
+  const samples: TerminalResult['samples'] = {};
+  const errors: string[] = [];
+  const rec: Recorder = {
+    record: (figure, side, value) => void ((samples[figure] ??= {})[side] ??= []).push(value),
+    fail: (figure, side, e) => {
+      const msg = `${figure} (${side}): ${(e as Error).message ?? String(e)}`;
+      errors.push(msg);
+      log(`  ${side.padEnd(8)} FAILED ${msg}`);
+    },
+  };
+  try {
+    for (let r = 0; r < REPEATS; r++) {
+      log(` terminal run ${r + 1}/${REPEATS}`);
+      const pairs: [() => Promise<void>, () => Promise<void>][] = [
+        [() => latencyTmux(rec, log), () => latencyAstra(rec, log)],
+        [() => throughputTmux(rec, log), () => throughputAstra(rec, log)],
+      ];
+      for (const [tmuxRun, astraRun] of pairs) {
+        if (r % 2 === 0) {
+          await tmuxRun();
+          await astraRun();
+        } else {
+          await astraRun();
+          await tmuxRun();
+        }
+      }
+    }
+  } finally {
+    killAllTerms();
+  }
+  const medians: TerminalResult['medians'] = {};
+  for (const [figure, sides] of Object.entries(samples)) {
+    medians[figure] = {};
+    for (const side of ['astra', 'tmux'] as const) if (sides[side]?.length) medians[figure]![side] = median(sides[side]!);
+  }
+  return { samples, medians, errors, parameters: { REPEATS, KEYS, KEY_WARMUP, SEQ_N, SEQ_BYTES: seqBytes(SEQ_N), COLD_REPEATS, COLS, ROWS, CAT_CMD, SEQ_CMD } };
+}
+
+// ---- the rows of the report table (the same shape as bench/run.ts's figures; tmux in the baseline column) ----
+
+export interface TerminalFigure {
+  id: string;
+  name: string;
+  unit: string;
+  better: 'higher' | 'lower';
+  astra: number | undefined;
+  bare: number | undefined;
+  jsonrpc: undefined;
+  grpc: undefined;
+  ratio: number | undefined;
+  target: string;
+  pass: boolean | undefined;
+}
+
+export function terminalFigures(r: TerminalResult): TerminalFigure[] {
+  const row = (id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, tmux: number) => boolean): TerminalFigure => {
+    const a = r.medians[id]?.astra;
+    const t = r.medians[id]?.tmux;
+    return {
+      id, name, unit, better, astra: a, bare: t, jsonrpc: undefined, grpc: undefined,
+      ratio: a !== undefined && t !== undefined ? a / t : undefined,
+      target,
+      pass: passes && a !== undefined && t !== undefined ? passes(a, t) : target ? false : undefined,
+    };
+  };
+  return [
+    row('terminal.keyP50ms', `terminal: key → cat's echo on an observer, p50 of ${KEYS} (bare: tmux, two clients)`, 'ms', 'lower', '≤ tmux + 2 ms', (a, t) => a - t <= 2),
+    row('terminal.keyP99ms', 'terminal: the same, p99', 'ms', 'lower', ''),
+    row('terminal.seqMBPerSec', `terminal: \`seq 1 ${SEQ_N}\` to two attached clients (bare: tmux pane, two clients)`, 'MB/s', 'higher', '≥ 1.0× tmux', (a, t) => a / t >= 1.0),
+    row('terminal.seqClientMB', 'terminal: the same, bytes each client\'s terminal received', 'MB', 'lower', ''),
+    row('terminal.coldAttachMs', 'terminal: a fresh attach process to its first screen (bare: tmux attach -r)', 'ms', 'lower', ''),
+  ];
+}
+
+function fmt(v: number | undefined): string {
+  return v === undefined || Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(2);
+}
+
+export function terminalTable(figs: TerminalFigure[]): string[] {
+  return [
+    '| figure | unit | Astra | tmux | ratio | target | |',
+    '|---|---|---:|---:|---:|---|---|',
+    ...figs.map((f) => `| ${f.name} | ${f.unit} | ${fmt(f.astra)} | ${fmt(f.bare)} | ${f.ratio === undefined ? '—' : `${f.ratio.toFixed(2)}×`} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`),
+  ];
+}
+
+// ---- alone: node dist/bench/terminal/terminal-bench.js ----
+
+const SRC_BENCH = path.resolve(HERE, '..', '..', 'bench');
+const TABLE_START = '<!-- bench:terminal:start -->';
+const TABLE_END = '<!-- bench:terminal:end -->';
+
+async function alone(): Promise<void> {
+  const log = (l: string) => process.stdout.write(l + '\n');
+  process.on('SIGINT', () => {
+    killAllTerms();
+    process.exit(130);
+  });
+  log(`astra terminal bench: ${REPEATS} runs, ${os.cpus().length} CPUs, node ${process.version}`);
+  const result = await runTerminalBench(log);
+  const figs = terminalFigures(result);
+  for (const l of terminalTable(figs)) log(l);
+  for (const e of result.errors) log(`error: ${e}`);
+  const file = path.join(SRC_BENCH, 'results.json');
+  const json = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>) : {};
+  const figures = ((json.figures as TerminalFigure[] | undefined) ?? []).filter((f) => !f.id.startsWith('terminal.'));
+  json.figures = [...figures, ...figs];
+  json.terminal = { date: new Date().toISOString(), ...result };
+  fs.writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
+  writeTerminalTable(figs, result);
+  log(`wrote the terminal rows of ${path.relative(process.cwd(), file)} and bench/REPORT.md`);
+}
+
+/** Replaces the terminal table in REPORT.md (between its markers), keeping the text around it. */
+export function writeTerminalTable(figs: TerminalFigure[], result: TerminalResult): void {
+  const file = path.join(SRC_BENCH, 'REPORT.md');
+  if (!fs.existsSync(file)) return;
+  const lines = [
+    TABLE_START,
+    `Measured ${new Date().toISOString()} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}, Node ${process.version}; median of ${REPEATS} runs, Astra and tmux alternating.`,
+    '',
+    ...terminalTable(figs),
+    ...(result.errors.length ? ['', ...result.errors.map((e) => `- failed: ${e.replace(/\n/g, ' ').slice(0, 300)}`)] : []),
+    TABLE_END,
+  ];
+  let text = fs.readFileSync(file, 'utf8');
+  const a = text.indexOf(TABLE_START);
+  const b = text.indexOf(TABLE_END);
+  text = a >= 0 && b > a ? text.slice(0, a) + lines.join('\n') + text.slice(b + TABLE_END.length) : text + '\n' + lines.join('\n') + '\n';
+  fs.writeFileSync(file, text);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  alone().then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(e);
+      killAllTerms();
+      process.exit(1);
+    },
+  );
+}

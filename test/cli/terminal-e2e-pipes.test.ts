@@ -1,0 +1,33 @@
+// Issue 17, end to end in tmux: the pipe fallback. A daemon told ASTRA_TERMINAL=pipes runs commands on
+// pipes as before pseudo-terminals: `command.started` says `tty: false`, the command has no terminal,
+// stdout and stderr both reach the attached panes, and the turn ends as usual.
+import { describe, expect, it } from 'vitest';
+import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { UI, newSession, sessionEvents, sharedDaemon, tmuxFor } from './terminal-e2e-harness.js';
+
+const skip = skipWithout(TMUX);
+
+describe.skipIf(skip)('commands on pipes (ASTRA_TERMINAL=pipes)', () => {
+  const d = sharedDaemon({ ASTRA_TERMINAL: 'pipes' });
+
+  it('a command runs without a terminal, says tty: false, and its output reaches controller and observer', async () => {
+    const t = tmuxFor(d);
+    const id = await newSession(d, 'pipes');
+    t.attach('a', id);
+    await t.waitLastRow('a', UI.controlling);
+    t.attach('b', id);
+    await t.waitLastRow('b', UI.observing);
+    t.type('a', 'tty || echo "no terminal here"; echo to-stderr >&2; printf "Downloading... "; sleep 0.3; echo done', true);
+    for (const pane of ['a', 'b']) {
+      const s = await t.waitScreen(pane, UI.turnCompleted(0));
+      expect(s, `pane ${pane}`).toMatch(/^not a tty$/m);
+      expect(s, `pane ${pane}`).toMatch(/^no terminal here$/m);
+      expect(s, `pane ${pane}`).toMatch(/^to-stderr$/m);
+      expect(s, `pane ${pane}`).toMatch(/^Downloading\.\.\. done$/m);
+    }
+    const events = await sessionEvents(d, id);
+    expect(events.find((e) => e.type === 'command.started')?.data).toMatchObject({ tty: false });
+    const streams = new Set(events.filter((e) => e.type === 'command.output').map((e) => (e.data as { stream: string }).stream));
+    expect([...streams].sort()).toEqual(['stderr', 'stdout']);
+  });
+});

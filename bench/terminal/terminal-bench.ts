@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DaemonProc } from '../daemon-proc.js';
-import { CLI, HERE, median, percentile } from '../lib.js';
+import { CLI, HERE, median, percentile, procCpuUs } from '../lib.js';
 import { TermProc, killAllTerms } from './term-proc.js';
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
@@ -71,6 +71,10 @@ class TmuxServer {
 
   attach(name: string, what: string, readOnly = false): TermProc {
     return new TermProc(what, 'tmux', ['-u', '-L', this.socket, 'attach', ...(readOnly ? ['-r'] : []), '-t', name], process.env, COLS, ROWS);
+  }
+
+  serverPid(): number {
+    return Number(this.run(['display', '-p', '#{pid}']).trim());
   }
 
   kill(): void {
@@ -152,14 +156,50 @@ async function keyLatencies(ctl: TermProc, obs: TermProc): Promise<number[]> {
   return lat.sort((a, b) => a - b);
 }
 
-/** Types `SEQ_CMD` into `ctl`; ms until both terminals showed END-2. */
-async function seqThroughput(ctl: TermProc, obs: TermProc): Promise<{ ms: number; clientBytes: number }> {
+interface SeqRun {
+  ms: number;
+  /** Bytes each client's terminal received (the mean of the two). */
+  clientBytes: number;
+  /** CPU ms the server (the daemon, the tmux server) used meanwhile. */
+  serverCpuMs: number;
+  /** CPU ms each client process used meanwhile (the mean of the two). */
+  clientCpuMs: number;
+  /** CPU ms this process used reading both terminals meanwhile. */
+  readerCpuMs: number;
+}
+
+function cpuMs(pid: number): number {
+  try {
+    return procCpuUs(pid) / 1000;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Types `SEQ_CMD` into `ctl`; ms until both terminals showed END-2, and where the CPU time went. */
+async function seqThroughput(ctl: TermProc, obs: TermProc, serverPid: number): Promise<SeqRun> {
   const before = ctl.received + obs.received;
+  const cpu0 = [serverPid, ctl.pid, obs.pid, process.pid].map(cpuMs);
   const seen = Promise.all([ctl.next('END-2', 300_000), obs.next('END-2', 300_000)]);
   const t0 = performance.now();
   ctl.write(`${SEQ_CMD}\r`);
   const ends = await seen;
-  return { ms: Math.max(...ends) - t0, clientBytes: (ctl.received + obs.received - before) / 2 };
+  const ms = Math.max(...ends) - t0;
+  const cpu = [serverPid, ctl.pid, obs.pid, process.pid].map((p, i) => cpuMs(p) - cpu0[i]!);
+  return { ms, clientBytes: (ctl.received + obs.received - before) / 2, serverCpuMs: cpu[0]!, clientCpuMs: (cpu[1]! + cpu[2]!) / 2, readerCpuMs: cpu[3]! };
+}
+
+function recordSeq(rec: Recorder, side: Side, r: SeqRun, log: Log): void {
+  const mbps = seqBytes(SEQ_N) / 1e6 / (r.ms / 1000);
+  rec.record('terminal.seqMBPerSec', side, mbps);
+  rec.record('terminal.seqClientMB', side, r.clientBytes / 1e6);
+  rec.record('terminal.seqServerCpuMs', side, r.serverCpuMs);
+  rec.record('terminal.seqClientCpuMs', side, r.clientCpuMs);
+  rec.record('terminal.seqReaderCpuMs', side, r.readerCpuMs);
+  log(
+    `  ${side.padEnd(8)} seq 1 ${SEQ_N} to two clients: ${mbps.toFixed(1)} MB/s (${(r.ms / 1000).toFixed(2)} s; each client got ${(r.clientBytes / 1e6).toFixed(1)} MB; ` +
+      `CPU ms: server ${r.serverCpuMs.toFixed(0)}, each client ${r.clientCpuMs.toFixed(0)}, the bench reading both ${r.readerCpuMs.toFixed(0)})`,
+  );
 }
 
 // ---- one run: both sides, interleaved ----
@@ -247,11 +287,7 @@ async function throughputTmux(rec: Recorder, log: Log): Promise<void> {
     const obs = tmux.attach('tp', 'the second tmux attach');
     terms.push(ctl, obs);
     await Promise.all([ctl.next('ready>', 15_000, true), obs.next('ready>', 15_000, true)]);
-    const r = await seqThroughput(ctl, obs);
-    const mbps = seqBytes(SEQ_N) / 1e6 / (r.ms / 1000);
-    rec.record('terminal.seqMBPerSec', 'tmux', mbps);
-    rec.record('terminal.seqClientMB', 'tmux', r.clientBytes / 1e6);
-    log(`  tmux     seq 1 ${SEQ_N} to two clients: ${mbps.toFixed(1)} MB/s (${(r.ms / 1000).toFixed(2)} s; each client got ${(r.clientBytes / 1e6).toFixed(1)} MB)`);
+    recordSeq(rec, 'tmux', await seqThroughput(ctl, obs, tmux.serverPid()), log);
   } finally {
     for (const t of terms) await t.stop();
     tmux.kill();
@@ -266,11 +302,7 @@ async function throughputAstra(rec: Recorder, log: Log): Promise<void> {
     const id = await astra.session(TITLE);
     const [ctl, obs] = await astra.pair(id);
     terms.push(ctl, obs);
-    const r = await seqThroughput(ctl, obs);
-    const mbps = seqBytes(SEQ_N) / 1e6 / (r.ms / 1000);
-    rec.record('terminal.seqMBPerSec', 'astra', mbps);
-    rec.record('terminal.seqClientMB', 'astra', r.clientBytes / 1e6);
-    log(`  astra    seq 1 ${SEQ_N} to two clients: ${mbps.toFixed(1)} MB/s (${(r.ms / 1000).toFixed(2)} s; each client got ${(r.clientBytes / 1e6).toFixed(1)} MB)`);
+    recordSeq(rec, 'astra', await seqThroughput(ctl, obs, astra.daemon.pid), log);
   } catch (e) {
     rec.fail('terminal.seqMBPerSec', 'astra', e);
   } finally {
@@ -341,7 +373,7 @@ export function terminalFigures(r: TerminalResult): TerminalFigure[] {
     const t = r.medians[id]?.tmux;
     return {
       id, name, unit, better, astra: a, bare: t, jsonrpc: undefined, grpc: undefined,
-      ratio: a !== undefined && t !== undefined ? a / t : undefined,
+      ratio: a !== undefined && t !== undefined && t > 0 ? a / t : undefined,
       target,
       pass: passes && a !== undefined && t !== undefined ? passes(a, t) : target ? false : undefined,
     };
@@ -351,6 +383,9 @@ export function terminalFigures(r: TerminalResult): TerminalFigure[] {
     row('terminal.keyP99ms', 'terminal: the same, p99', 'ms', 'lower', ''),
     row('terminal.seqMBPerSec', `terminal: \`seq 1 ${SEQ_N}\` to two attached clients (bare: tmux pane, two clients)`, 'MB/s', 'higher', '≥ 1.0× tmux', (a, t) => a / t >= 1.0),
     row('terminal.seqClientMB', 'terminal: the same, bytes each client\'s terminal received', 'MB', 'lower', ''),
+    row('terminal.seqServerCpuMs', 'terminal: the same, CPU of the server (the daemon; the tmux server)', 'ms', 'lower', ''),
+    row('terminal.seqClientCpuMs', 'terminal: the same, CPU of each client process', 'ms', 'lower', ''),
+    row('terminal.seqReaderCpuMs', 'terminal: the same, CPU of the bench reading both client terminals', 'ms', 'lower', ''),
     row('terminal.coldAttachMs', 'terminal: a fresh attach process to its first screen (bare: tmux attach -r)', 'ms', 'lower', ''),
   ];
 }

@@ -1,4 +1,5 @@
-// What a program's output may not do to the user's own terminal, and how to put that terminal back.
+// The shared room `terminal/` (pure byte logic of terminals, imported by runtime/ and cli/; imports
+// nothing). What a program's output may not do to the user's own terminal, and how to put that terminal back.
 //
 // `restoreSequence()` resets every mode a program can leave set (mouse tracking, alternate screen,
 // bracketed paste, hidden cursor, application keypad and cursor keys, scroll region, ...): a client

@@ -1,9 +1,9 @@
 // The restore sequence on a real terminal: a tmux pane, whose modes tmux reports.
 import { afterEach, describe, expect, it } from 'vitest';
 import path from 'node:path';
-import { ROOT, waitFor } from '../../helpers/processes.js';
-import { TMUX, skipWithout } from '../../helpers/system-tools.js';
-import { Tmux, shq } from '../../cli/tmux.js';
+import { ROOT, waitFor } from '../helpers/processes.js';
+import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { Tmux, shq } from '../cli/tmux.js';
 
 const MODES = '#{alternate_on} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag} #{mouse_sgr_flag} #{keypad_flag} #{keypad_cursor_flag} #{cursor_flag}';
 
@@ -24,7 +24,7 @@ afterEach(() => {
 describe.skipIf(skipWithout(TMUX))('restoring a real terminal', () => {
   it('leaves no mouse tracking, alternate screen, keypad mode or hidden cursor on a tmux pane', async () => {
     tmux = new Tmux({ ...process.env });
-    const modes = path.join(ROOT, 'dist', 'runtime', 'terminal', 'modes.js');
+    const modes = path.join(ROOT, 'dist', 'terminal', 'modes.js');
     // What vim with the mouse on leaves behind when it is killed, then (on Enter) what a client writes.
     const script = [
       `process.stdout.write('\\x1b[?1049h\\x1b[?1002h\\x1b[?1006h\\x1b[?2004h\\x1b[?1h\\x1b=\\x1b[?25l');`,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CommandScreen } from '../../../runtime/terminal/screen.js';
-import { MAX_SEQUENCE_BYTES, OutputFilter, restoreSequence } from '../../../runtime/terminal/modes.js';
+import { MAX_SEQUENCE_BYTES, OutputFilter, restoreSequence } from '../../terminal/modes.js';
 
 const filter = (...chunks: string[]) => {
   const f = new OutputFilter();

@@ -17,7 +17,8 @@ describe.skipIf(skip)('commands on pipes (ASTRA_TERMINAL=pipes)', () => {
     await t.waitLastRow('a', UI.controlling);
     t.attach('b', id);
     await t.waitLastRow('b', UI.observing);
-    t.type('a', 'tty || echo "no terminal here"; echo to-stderr >&2; printf "Downloading... "; sleep 0.3; echo done', true);
+    // stderr first, and well before the partial line: two pipes are read apart, so their order is not kept.
+    t.type('a', 'echo to-stderr >&2; sleep 0.3; tty || echo "no terminal here"; printf "Downloading... "; sleep 0.3; echo done', true);
     for (const pane of ['a', 'b']) {
       const s = await t.waitScreen(pane, UI.turnCompleted(0));
       expect(s, `pane ${pane}`).toMatch(/^not a tty$/m);

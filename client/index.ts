@@ -13,7 +13,7 @@ export { OutcomeUnknownError } from './errors.js';
 export type { StartTurnOptions } from './calls.js';
 export type { Resynced } from './subscriptions.js';
 export type { LeaseLost } from './leases.js';
-export { Subscription, type SubscribeOptions } from './subscription.js';
+export { Subscription, type SubscribeOptions, type ScreenSnapshot } from './subscription.js';
 export { ControllerLease, type PersistedLease } from './lease.js';
 export { TypedEmitter, type Listener } from './events.js';
 export { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';

@@ -51,7 +51,12 @@ export function routeNotification(to: NotificationTargets, method: string, param
   switch (method) {
     case 'session/replayed': {
       const p = params as ServerNotificationParams<'session/replayed'>;
-      to.subs.get(p.sessionId)?.replayed(p.throughSeq);
+      to.subs.get(p.sessionId)?.replayed(p.throughSeq, p.historyFromSeq ?? undefined);
+      return;
+    }
+    case 'session/screen': {
+      const p = params as ServerNotificationParams<'session/screen'>;
+      to.subs.get(p.sessionId)?.screen(p);
       return;
     }
     case 'session/lagged': {

@@ -1,14 +1,39 @@
 // One session's event stream as the application sees it: an async iterable (or callbacks) that
 // delivers each event exactly once, in seq order, across reconnects, lag and daemon restarts.
-import { AstraError, EVENT_DATA, type SessionEvent } from '../protocol/index.js';
+import { AstraError, EVENT_DATA, type ServerNotificationParams, type SessionEvent } from '../protocol/index.js';
+
+/** A running command's screen (session/screen): draw `data` on a cleared terminal of cols × rows. */
+export type ScreenSnapshot = ServerNotificationParams<'session/screen'>;
 
 export interface SubscribeOptions {
   /** Deliver events after this seq (a persisted `lastSeq` resumes exactly where the app stopped). Default 0: everything. */
   sinceSeq?: number;
   /** Callback form: each event is handed here instead of being queued for `for await`. */
   onEvent?: (event: SessionEvent) => void;
-  /** The backlog up to `throughSeq` has been delivered; what follows is live. Called again after each resubscription. */
-  onReplayed?: (throughSeq: number) => void;
+  /**
+   * Only with the first subscribe (a resubscription after a reconnect, lag or hold goes on from
+   * lastSeq without it): if a command is running in a pseudo-terminal, its current screen comes to
+   * onScreen instead of its output so far — that turn's command.output through the screen's atSeq
+   * is never delivered. Without onScreen the screen is dropped (and that output with it).
+   */
+  screen?: boolean;
+  /**
+   * Only with the first subscribe and without sinceSeq: the backlog starts at a turn such that
+   * finished turns' output in it is about this many lines (1..100000); onReplayed's
+   * `historyFromSeq` then says before which seq events were left out.
+   */
+  historyLines?: number;
+  /**
+   * The running command's screen (see `screen`): called where the stream reaches its atSeq, after
+   * the events before it and before onReplayed. With onEvent the order is exact; a `for await` loop
+   * may still hold events from before it.
+   */
+  onScreen?: (screen: ScreenSnapshot) => void;
+  /**
+   * The backlog up to `throughSeq` has been delivered; what follows is live. Called again after each
+   * resubscription. `info.historyFromSeq` (first subscribe with historyLines): events before it were left out.
+   */
+  onReplayed?: (throughSeq: number, info: { historyFromSeq?: number }) => void;
   /**
    * The session's head was behind `lastSeq` when (re)subscribing (`cursor_ahead`: the daemon lost
    * events this subscription had delivered, e.g. a damaged journal). The subscription goes on from
@@ -62,6 +87,10 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   private iterating = false;
   private ending: { error: AstraError | undefined } | undefined;
   private closing: Promise<void> | undefined;
+  /** The first subscribe was sent: screen and historyLines are not asked for again. */
+  private started = false;
+  /** The output the last screen stands for: that turn's command.output up to atSeq is dropped (a resubscription from lastSeq sends it again). */
+  private cut: { turnId: string; atSeq: number } | undefined;
 
   constructor(
     sessionId: string,
@@ -112,6 +141,14 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   deliver(event: SessionEvent): void {
     // While held, what still arrives is dropped: it is read again from lastSeq on resume.
     if (this.ending || this.holding || event.seq <= this.seq) return;
+    const cut = this.cut;
+    if (cut) {
+      if (event.seq > cut.atSeq) this.cut = undefined;
+      else if (event.type === 'command.output' && event.data.turnId === cut.turnId) {
+        this.seq = event.seq;
+        return;
+      }
+    }
     if (!KNOWN_TYPES.has(event.type)) {
       this.seq = event.seq;
       return;
@@ -142,11 +179,41 @@ export class Subscription implements AsyncIterable<SessionEvent> {
     }
   }
 
+  /** @internal What session/subscribe asks for now: the screen and history options only the first time. */
+  subscribeParams(): { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number } {
+    const p: { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number } = { sessionId: this.sessionId, sinceSeq: this.seq };
+    if (!this.started) {
+      if (this.opts.screen === true) p.screen = true;
+      if (this.opts.historyLines !== undefined && this.seq === 0) p.historyLines = this.opts.historyLines;
+    }
+    return p;
+  }
+
+  /** @internal The daemon accepted a subscribe: later ones go on from lastSeq, without screen or history options. */
+  subscribed(headSeq: number): void {
+    this.headSeq = headSeq;
+    this.started = true;
+  }
+
+  /** @internal A session/screen for this subscription. */
+  screen(s: ScreenSnapshot): void {
+    if (this.ending || s.atSeq <= this.seq) return;
+    this.cut = { turnId: s.turnId, atSeq: s.atSeq };
+    if (!this.opts.onScreen) return;
+    try {
+      this.opts.onScreen(s);
+    } catch (e) {
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
+  }
+
   /** @internal */
-  replayed(throughSeq: number): void {
+  replayed(throughSeq: number, historyFromSeq?: number): void {
     if (this.ending) return;
     this.replayedThrough = throughSeq;
-    this.opts.onReplayed?.(throughSeq);
+    this.opts.onReplayed?.(throughSeq, historyFromSeq !== undefined ? { historyFromSeq } : {});
   }
 
   /** @internal The session's head is behind lastSeq: go on from the head (see onResync). */

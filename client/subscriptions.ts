@@ -40,6 +40,9 @@ export class Subscriptions {
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new AstraError('invalid_params', 'subscribe: sessionId must be a non-empty string');
     if (opts.sinceSeq !== undefined && (!Number.isSafeInteger(opts.sinceSeq) || opts.sinceSeq < 0))
       throw new AstraError('invalid_params', `subscribe: sinceSeq must be an integer ≥ 0, got ${String(opts.sinceSeq)}`);
+    if (opts.historyLines !== undefined && (!Number.isSafeInteger(opts.historyLines) || opts.historyLines < 1 || opts.historyLines > 100_000))
+      throw new AstraError('invalid_params', `subscribe: historyLines must be an integer 1..100000, got ${String(opts.historyLines)}`);
+    if (opts.screen !== undefined && typeof opts.screen !== 'boolean') throw new AstraError('invalid_params', `subscribe: screen must be a boolean, got ${String(opts.screen)}`);
     if (opts.maxQueuedBytes !== undefined && !(typeof opts.maxQueuedBytes === 'number' && opts.maxQueuedBytes > 0))
       throw new AstraError('invalid_params', `subscribe: maxQueuedBytes must be a number > 0, got ${String(opts.maxQueuedBytes)}`);
     const existing = this.subs.get(sessionId);
@@ -78,9 +81,9 @@ export class Subscriptions {
   private async send(conn: Connection, sub: Subscription): Promise<void> {
     for (let resynced = false; ; resynced = true) {
       try {
-        const result = checkResult('session/subscribe', await conn.request('session/subscribe', { sessionId: sub.sessionId, sinceSeq: sub.lastSeq }));
+        const result = checkResult('session/subscribe', await conn.request('session/subscribe', sub.subscribeParams()));
         this.host.noteReceived();
-        sub.headSeq = result.headSeq;
+        sub.subscribed(result.headSeq);
         return;
       } catch (e) {
         const headSeq = isAstraError(e, 'cursor_ahead') ? e.data.headSeq : undefined;

@@ -39,7 +39,12 @@ export function createHandlers(d: HandlerDeps): Handlers {
       const r = await rt.readSession(p.sessionId, p);
       return { ...r, session: shown(r.session) };
     },
-    'session/subscribe': (p, peer) => d.hub.subscribe(peer, p.sessionId, p.sinceSeq ?? 0),
+    'session/subscribe': (p, peer) => {
+      const opts: { screen?: boolean; historyLines?: number } = {};
+      if (p.screen === true) opts.screen = true;
+      if (p.historyLines !== undefined && p.historyLines !== null) opts.historyLines = p.historyLines;
+      return d.hub.subscribe(peer, p.sessionId, p.sinceSeq ?? 0, opts);
+    },
     'session/unsubscribe': (p, peer) => {
       d.hub.unsubscribe(peer, p.sessionId);
       return {};

@@ -29,7 +29,7 @@
 // too); 'session/events' alone makes the connection get one event per frame, as without batching.
 import { AstraError } from '../protocol/index.js';
 import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
-import type { FeedNotice, Runtime, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
+import type { FeedNotice, FeedSubscribeOptions, Runtime, ScreenCapture, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
 export interface SubscriptionLimits {
@@ -100,7 +100,7 @@ export class SubscriptionHub {
    * Nothing is registered until the runtime has accepted the subscription: a refused one
    * (not_found, cursor_ahead) leaves no trace on the connection.
    */
-  async subscribe(peer: Peer, sessionId: string, sinceSeq: number): Promise<{ sessionId: string; headSeq: number }> {
+  async subscribe(peer: Peer, sessionId: string, sinceSeq: number, opts: FeedSubscribeOptions = {}): Promise<{ sessionId: string; headSeq: number }> {
     this.checkRoom(peer, sessionId);
     const request = this.countRequest(peer, sessionId);
     const muted = peer.mutedNotifications;
@@ -121,17 +121,23 @@ export class SubscriptionHub {
     // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
     const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
       onStored: (event: StoredEvent) => this.deliver(sub, event),
-      onReplayed: (throughSeq: number) => {
+      onReplayed: (throughSeq: number, info: { historyFromSeq?: number }) => {
         if (sub.dropped) return;
         this.flushPending(sub);
-        peer.notify('session/replayed', { sessionId, throughSeq });
+        peer.notify('session/replayed', info.historyFromSeq !== undefined ? { sessionId, throughSeq, historyFromSeq: info.historyFromSeq } : { sessionId, throughSeq });
+      },
+      // In the stream's order: what was accepted before it goes out first.
+      onScreen: (s: ScreenCapture) => {
+        if (sub.dropped || sub.muted) return;
+        this.flushPending(sub);
+        peer.notify('session/screen', { sessionId, turnId: s.turnId, atSeq: s.atSeq, cols: s.cols, rows: s.rows, data: s.data, scrollback: s.scrollback, alternate: s.alternate });
       },
       onSkipped: (_seq: number, bytes: number) => this.skipped(sub, bytes),
       onNotice: (n: FeedNotice) => {
         if (!sub.dropped) peer.notify('session/notice', n);
       },
       waitForCapacity: () => this.waitForCapacity(sub),
-    });
+    }, opts);
     sub.handle = handle;
     if (this.requests.get(peer.id)?.get(sessionId) !== request) {
       // Superseded while the runtime answered (a later subscribe or an unsubscribe of this session on

@@ -78,6 +78,13 @@ export class StoredEvent {
     return this.bodyLength + RECORD_OVERHEAD;
   }
 
+  /** The event's type, without decoding a body read back from the journal where it can be peeked. */
+  get type(): string {
+    if (this.decoded) return this.decoded.type;
+    if (this.liveType !== undefined) return this.liveType;
+    return peekType(this.buf.subarray(this.start, this.end)) ?? this.event.type;
+  }
+
   get event(): SessionEvent {
     if (this.decoded) return this.decoded;
     if (this.liveType !== undefined) {
@@ -105,6 +112,36 @@ export function peekSeq(body: Buffer): number | undefined {
     return Number.isSafeInteger(v) ? v : undefined;
   }
   return undefined;
+}
+
+/** Where a msgpack unsigned/signed integer starting at `at` ends; undefined when it is not one. */
+function skipInt(body: Buffer, at: number): number | undefined {
+  const t = body[at];
+  if (t === undefined) return undefined;
+  if (t < 0x80 || t >= 0xe0) return at + 1;
+  if (t === 0xcc || t === 0xd0) return at + 2;
+  if (t === 0xcd || t === 0xd1) return at + 3;
+  if (t === 0xce || t === 0xd2 || t === 0xca) return at + 5;
+  if (t === 0xcf || t === 0xd3 || t === 0xcb) return at + 9;
+  return undefined;
+}
+
+const TS_KEY = Buffer.from([0xa2, 0x74, 0x73]);
+const TYPE_KEY = Buffer.from([0xa4, 0x74, 0x79, 0x70, 0x65]);
+
+/** The type of a map-format body without decoding it ({seq, ts, type, data} in that order); undefined otherwise. */
+export function peekType(body: Buffer): string | undefined {
+  if (peekSeq(body) === undefined) return undefined;
+  let at = skipInt(body, 5);
+  if (at === undefined || !body.subarray(at, at + 3).equals(TS_KEY)) return undefined;
+  at = skipInt(body, at + 3);
+  if (at === undefined || !body.subarray(at, at + 5).equals(TYPE_KEY)) return undefined;
+  at += 5;
+  const t = body[at];
+  if (t === undefined || t < 0xa0 || t > 0xbf) return undefined; // types are short: a fixstr
+  const len = t - 0xa0;
+  if (at + 1 + len > body.length) return undefined;
+  return body.toString('latin1', at + 1, at + 1 + len);
 }
 
 /** Event bodies in plain MessagePack; the daemon passes the wire's packer instead (RuntimeOptions). */

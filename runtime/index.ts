@@ -16,5 +16,5 @@ export {
 } from './journal.js';
 export { StoredEvent } from './event-body.js';
 export { JOURNAL_FILE, META_FILE } from './session-meta.js';
-export type { FeedNotice, FeedPhase } from './subscription-feed.js';
+export type { FeedNotice, FeedPhase, ScreenCapture, SubscribeOptions as FeedSubscribeOptions } from './subscription-feed.js';
 export { crc32 } from './crc32.js';

@@ -29,6 +29,11 @@ export interface RuntimeOptions {
    * for a disk much slower than memory, where the page cache absorbs bursts of output better.
    */
   journalDirectIO?: boolean;
+  /**
+   * Keep a headless terminal emulator per command running in a pseudo-terminal, for subscriptions
+   * made with `screen: true` (default true; false: they get the output as events, for comparison).
+   */
+  commandScreens?: boolean;
   logger?: RuntimeLogger;
   now?: () => number;
   /**

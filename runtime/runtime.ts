@@ -24,7 +24,7 @@ import { SessionHost, type HostOptions } from './session-host.js';
 import { pageOfSessions, type SessionRow } from './session-list.js';
 import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
 import { createShellEngine } from './shell-engine.js';
-import type { SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
+import type { SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
 import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
 import { Turns } from './turns.js';
 
@@ -89,6 +89,7 @@ export class Runtime {
       cacheBytes: opts.cacheBytesPerSession ?? 8 * 1024 * 1024,
       catchUp: { limit: opts.catchUpCacheBytes ?? 64 * 1024 * 1024, used: 0 },
       directIO: opts.journalDirectIO ?? true,
+      commandScreens: opts.commandScreens ?? true,
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {
@@ -443,11 +444,11 @@ export class Runtime {
    * is delivered asynchronously afterwards — never before this promise resolves — in pages, awaiting
    * sink.waitForCapacity between pages; then sink.onReplayed(throughSeq), then live events. Rejects
    * with not_found, or cursor_ahead (data.headSeq) for a sinceSeq beyond the head; nothing is then
-   * registered.
+   * registered. `opts.screen` and `opts.historyLines`: see SubscribeOptions (subscription-feed.ts).
    */
-  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink): Promise<SubscriptionHandle> {
+  async subscribe(id: string, sinceSeq: number, sink: SubscriptionSink, opts: SubscribeOptions = {}): Promise<SubscriptionHandle> {
     const host = await this.load(id);
-    return host.subscribe(sinceSeq, sink);
+    return host.subscribe(sinceSeq, sink, opts);
   }
 
   // ---- leases (persistence only; the rules live in lease/) ----

@@ -13,8 +13,9 @@ import type { RuntimeLogger } from './logger.js';
 import { interruptedToolResult } from './chat/transcript.js';
 import { killOrphanGroup } from './orphans.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
+import { RunningScreen, type ScreenCapture } from './running-screen.js';
 import { SessionState } from './session-state.js';
-import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscriptionHandle, type SubscriptionSink } from './subscription-feed.js';
+import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscribeOptions, type SubscriptionHandle, type SubscriptionSink } from './subscription-feed.js';
 
 export interface HostOptions {
   logger: RuntimeLogger;
@@ -26,6 +27,8 @@ export interface HostOptions {
   catchUp: CatchUpBudget;
   /** Large records are written to the journal with direct I/O where the file system takes it (RuntimeOptions.journalDirectIO). */
   directIO: boolean;
+  /** Keep the screen of a command running in a pseudo-terminal (RuntimeOptions.commandScreens). */
+  commandScreens: boolean;
   onPublish(e: StoredEvent): void;
   /** The session's disk filled (err) or has room again (undefined). */
   onBlocked(host: SessionHost, err: AstraError | undefined): void;
@@ -38,6 +41,8 @@ export class SessionHost implements FeedSource {
   private log!: EventLog;
   private readonly tail: EventTail;
   private readonly feeds = new Set<SubscriptionFeed>();
+  /** The running command's screen (running-screen.ts is its one owner). */
+  private readonly screen: RunningScreen;
   private closed = false;
 
   private constructor(
@@ -49,6 +54,7 @@ export class SessionHost implements FeedSource {
     this.logger = opts.logger;
     this.state = new SessionState(meta);
     this.tail = new EventTail(meta.id, opts.cacheBytes, opts.catchUp, () => this.neededSeq());
+    this.screen = new RunningScreen(meta.id, opts.logger, opts.commandScreens);
   }
 
   private attach(journal: SessionJournal, headSeq: number): void {
@@ -210,10 +216,31 @@ export class SessionHost implements FeedSource {
   appendStored<T extends EventType>(type: T, data: EventData<T>): StoredEvent {
     if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
     const stored = this.log.append(type, data);
-    // Streamed output folds to nothing but updatedAt: that, without building the event.
-    if (type === 'command.output' || type === 'message.delta') this.state.touch(this.log.lastTs);
-    else this.state.applyEvent(stored.event);
+    // Streamed output folds without building the event: updatedAt, and output's line count.
+    if (type === 'command.output') {
+      const d = data as EventData<'command.output'>;
+      this.state.applyOutput(this.log.lastTs, d.data);
+      this.screen.output(stored.seq, d.turnId, d.data);
+    } else if (type === 'message.delta') this.state.touch(this.log.lastTs);
+    else {
+      this.state.applyEvent(stored.event);
+      this.screen.onEvent(type, stored.seq, data as { turnId?: string; tty?: boolean }, this.state.terminalSize);
+    }
     return stored;
+  }
+
+  /** command/resize reached the running command's terminal: its screen takes the size too. */
+  resizeScreen(turnId: string, cols: number, rows: number): void {
+    this.screen.resize(turnId, cols, rows);
+  }
+
+  /** The running command's screen is behind its output (see running-screen.ts): the engine should wait in drained(). */
+  get screenBehind(): boolean {
+    return this.screen.behind;
+  }
+
+  captureScreen(): Promise<ScreenCapture | undefined> {
+    return this.screen.capture();
   }
 
   appendInternal(kind: number, value: unknown): void {
@@ -240,8 +267,10 @@ export class SessionHost implements FeedSource {
     return this.log.backlogBytes;
   }
 
-  drained(limit: number): Promise<void> {
-    return this.log.drained(limit);
+  /** Resolves once fewer than `limit` bytes wait for the disk and the running command's screen has caught up. */
+  async drained(limit: number): Promise<void> {
+    await this.log.drained(limit);
+    await this.screen.drained();
   }
 
   get cachedBytes(): number {
@@ -289,10 +318,16 @@ export class SessionHost implements FeedSource {
    * answer): backlog pages, then live. A sinceSeq beyond what was ever published is refused with
    * cursor_ahead (the client saw events this session no longer has, or none at all).
    */
-  subscribe(sinceSeq: number, sink: SubscriptionSink): SubscriptionHandle {
+  subscribe(sinceSeq: number, sink: SubscriptionSink, opts: SubscribeOptions = {}): SubscriptionHandle {
     if (!sink.onEvent === !sink.onStored) throw new TypeError('a subscription sink has exactly one of onEvent and onStored');
     this.checkCursor(sinceSeq);
-    const feed = new SubscriptionFeed(this, sink, Math.max(0, sinceSeq));
+    let since = Math.max(0, sinceSeq);
+    let historyFromSeq: number | undefined;
+    if (opts.historyLines !== undefined && since === 0) {
+      historyFromSeq = this.state.historyStart(opts.historyLines);
+      if (historyFromSeq !== undefined) since = historyFromSeq - 1;
+    }
+    const feed = new SubscriptionFeed(this, sink, since, { screen: opts.screen === true, historyFromSeq });
     this.feeds.add(feed);
     feed.start();
     const headSeq = this.log.publishedSeq;
@@ -365,6 +400,7 @@ export class SessionHost implements FeedSource {
       flushError = e;
     }
     this.closed = true;
+    this.screen.dispose();
     for (const f of this.feeds) f.close();
     this.feeds.clear();
     try {

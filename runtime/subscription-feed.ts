@@ -6,6 +6,21 @@
 import type { SessionEvent } from '../protocol/index.js';
 import type { StoredEvent } from './event-body.js';
 import type { RuntimeLogger } from './logger.js';
+import type { ScreenCapture } from './running-screen.js';
+
+export type { ScreenCapture };
+
+/** What a subscriber may ask for beyond sinceSeq (the wire's session/subscribe options). */
+export interface SubscribeOptions {
+  /**
+   * If a command is running in a pseudo-terminal: its current screen (onScreen) instead of its
+   * output so far — the turn's command.output after its command.started through the screen's atSeq
+   * is never delivered to this subscription, neither in the backlog nor live.
+   */
+  screen?: boolean;
+  /** Without sinceSeq: start the backlog at a turn so that finished turns' output in it is about this many lines (SessionState.historyStart). */
+  historyLines?: number;
+}
 
 /** 'replaying': the first backlog; 'live': fed as events are published; 'paused': refused one, re-fed from the backlog until caught up. */
 export type FeedPhase = 'replaying' | 'live' | 'paused';
@@ -32,8 +47,17 @@ export interface SubscriptionSink {
    */
   onStored?(e: StoredEvent): boolean | void;
   waitForCapacity?(): Promise<void>;
-  /** Called once the backlog has been delivered; live events follow. Not called again after a pause. */
-  onReplayed?(throughSeq: number): void;
+  /**
+   * Called once the backlog has been delivered; live events follow. Not called again after a pause.
+   * `historyFromSeq`: with historyLines, the events before this seq were left out.
+   */
+  onReplayed?(throughSeq: number, info: { historyFromSeq?: number }): void;
+  /**
+   * With `screen: true` and a command running in a pseudo-terminal: its screen, standing for its
+   * command.output through `atSeq`. Called where the stream reaches atSeq — before any event after
+   * it, and before onReplayed — so normally right after the backlog.
+   */
+  onScreen?(s: ScreenCapture): void;
   /** A published event a paused subscription did not get live (it will be replayed); `bytes` is its encoded size. */
   onSkipped?(seq: number, bytes: number): void;
   /** See FeedNotice. */
@@ -57,6 +81,8 @@ export interface FeedSource {
   readonly publishedSeq: number;
   readonly isClosed: boolean;
   readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<StoredEvent[]>;
+  /** The running command's screen through the output appended so far (undefined without one). */
+  captureScreen(): Promise<ScreenCapture | undefined>;
   /** The feed moved or stopped needing old events: the tail may evict them. */
   trimTail(): void;
   drop(feed: SubscriptionFeed): void;
@@ -74,13 +100,22 @@ export class SubscriptionFeed {
   closed = false;
   /** Waiting for capacity for longer than CATCHUP_STALL_MS: it holds nothing in the catch-up cache. */
   stalled = false;
+  /** A screen to capture before the backlog (screen: true), then to send where the stream reaches its atSeq. */
+  private wantScreen: boolean;
+  private screen: ScreenCapture | undefined;
+  /** The running command's output the screen stands for: command.output in (fromSeq, atSeq] is taken without delivering it. */
+  private cut: { fromSeq: number; atSeq: number } | undefined;
+  private readonly historyFromSeq: number | undefined;
 
   constructor(
     private readonly source: FeedSource,
     readonly sink: SubscriptionSink,
     sinceSeq: number,
+    opts: { screen?: boolean; historyFromSeq?: number | undefined } = {},
   ) {
     this.lastSeq = sinceSeq;
+    this.wantScreen = opts.screen === true;
+    this.historyFromSeq = opts.historyFromSeq;
   }
 
   /** The oldest seq this feed still needs kept in memory (Infinity when it needs none). */
@@ -136,6 +171,16 @@ export class SubscriptionFeed {
   private async replay(waitFirst: boolean): Promise<void> {
     const src = this.source;
     if (waitFirst) await this.waitForCapacity();
+    if (this.wantScreen) {
+      this.wantScreen = false;
+      const cap = await src.captureScreen();
+      if (this.closed || src.isClosed) return;
+      // A screen older than what the subscriber asked to start after stands for nothing it needs.
+      if (cap && cap.atSeq > this.lastSeq) {
+        this.screen = cap;
+        this.cut = { fromSeq: Math.max(cap.fromSeq, this.lastSeq), atSeq: cap.atSeq };
+      }
+    }
     let page: StoredEvent[] = [];
     let at = 0;
     /** The seq page[0] was read after: the page holds every event past it, up to its last. */
@@ -152,11 +197,14 @@ export class SubscriptionFeed {
       if (this.closed || src.isClosed) return;
       if (this.lastSeq >= src.publishedSeq) {
         const announce = this.phase === 'replaying';
+        // A screen taken past what was published goes now; the rest of its output is cut live.
+        if (this.screen) this.sendScreen();
+        if (this.closed) return;
         this.phase = 'live';
         // What was kept in memory for it may go now.
         src.trimTail();
         // A resume after a pause is silent: the subscriber's stream simply goes on.
-        if (announce) this.sink.onReplayed?.(this.lastSeq);
+        if (announce) this.sink.onReplayed?.(this.lastSeq, this.historyFromSeq !== undefined ? { historyFromSeq: this.historyFromSeq } : {});
         return;
       }
       if (!positioned()) {
@@ -203,8 +251,35 @@ export class SubscriptionFeed {
     }
   }
 
-  /** True when the sink took the event (lastSeq advances); false when it refused it or threw. */
+  private sendScreen(): void {
+    const s = this.screen!;
+    this.screen = undefined;
+    try {
+      this.sink.onScreen?.(s);
+    } catch (err) {
+      this.source.logger.error({ sessionId: this.source.id, err: (err as Error).message }, 'subscriber threw on a screen; unsubscribing it');
+      this.closed = true;
+      this.source.drop(this);
+    }
+  }
+
+  /**
+   * True when the sink took the event (lastSeq advances); false when it refused it or threw. Output
+   * the subscriber's screen stands for is taken without reaching the sink; the screen itself goes
+   * just before the first event after it.
+   */
   private deliver(e: StoredEvent): boolean {
+    const cut = this.cut;
+    if (cut) {
+      if (e.seq > cut.atSeq) {
+        this.cut = undefined;
+        if (this.screen) this.sendScreen();
+        if (this.closed) return false;
+      } else if (e.seq > cut.fromSeq && e.type === 'command.output') {
+        this.lastSeq = e.seq;
+        return true;
+      }
+    }
     try {
       const sink = this.sink;
       if ((sink.onStored ? sink.onStored(e) : sink.onEvent!(e.event)) === false) return false;

@@ -131,7 +131,8 @@ export class Turns {
         } catch (e) {
           this.d.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
         }
-        return host.backlogBytes < BACKLOG_HIGH_WATER;
+        // Behind when the disk is, or when the running command's screen has not parsed its output yet.
+        return host.backlogBytes < BACKLOG_HIGH_WATER && !host.screenBehind;
       },
       drained: () => host.drained(BACKLOG_HIGH_WATER),
       terminalSize: () => ({ ...host.state.terminalSize }),
@@ -202,7 +203,9 @@ export class Turns {
   resize(host: SessionHost, turnId: string, cols: number, rows: number): { applied: boolean } {
     const terminal = this.commandOf(host, turnId);
     host.state.terminalSize = { cols, rows };
-    return { applied: terminal ? terminal.resize(cols, rows) : false };
+    const applied = terminal ? terminal.resize(cols, rows) : false;
+    if (applied) host.resizeScreen(turnId, cols, rows);
+    return { applied };
   }
 
   /** The running turn's command (undefined between commands); a turn that is not running is an error. */

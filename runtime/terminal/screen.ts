@@ -2,6 +2,12 @@
 // journal, so a client attaching mid-command can be shown the current screen (then live bytes)
 // instead of a replay of every byte since the command began. One per running command; the owner
 // resizes it whenever the pseudo-terminal is resized, and disposes it when the command ends.
+//
+// The emulator parses asynchronously, in slices of the event loop. Everything that must happen at an
+// exact point of the byte stream goes through its write queue: a resize applies after the bytes
+// written before it, and a snapshot is taken (synchronously) in the queue's callback right after
+// the last byte written before it was parsed, so it shows exactly those bytes. `pendingBytes` says
+// how far parsing is behind; the owner holds the program back past a limit (whenParsed).
 import { createRequire } from 'node:module';
 import type { Terminal as XtermTerminal } from '@xterm/headless';
 import type { SerializeAddon as XtermSerializeAddon } from '@xterm/addon-serialize';
@@ -51,6 +57,12 @@ export class CommandScreen {
   private readonly serializer: XtermSerializeAddon;
   private readonly scrollbackLines: number;
   private disposed = false;
+  /** The size as of the last resize call (the emulator takes it once the bytes before it are parsed). */
+  private size: { cols: number; rows: number };
+  private pending = 0;
+  private parsedWaiters: { below: number; resolve: () => void }[] = [];
+  /** Snapshots asked for and not taken yet: refused if the screen is disposed first. */
+  private readonly snapshotWaiters = new Set<(e: Error) => void>();
 
   constructor(opts: CommandScreenOptions) {
     checkTerminalSize(opts.cols, opts.rows);
@@ -58,31 +70,70 @@ export class CommandScreen {
     this.term = new Terminal({ cols: opts.cols, rows: opts.rows, scrollback: this.scrollbackLines, allowProposedApi: true });
     this.serializer = new SerializeAddon();
     this.term.loadAddon(this.serializer);
+    this.size = { cols: opts.cols, rows: opts.rows };
   }
 
   get cols(): number {
-    return this.term.cols;
+    return this.size.cols;
   }
 
   get rows(): number {
-    return this.term.rows;
+    return this.size.rows;
   }
 
-  /** Feeds output bytes (parsed asynchronously; snapshot() waits for everything written before it). */
+  /** Bytes written and not parsed yet. */
+  get pendingBytes(): number {
+    return this.pending;
+  }
+
+  /** Feeds output bytes (parsed asynchronously; snapshot() shows exactly what was written before it). */
   write(data: Uint8Array): void {
-    if (this.disposed) return;
-    this.term.write(data);
+    if (this.disposed || data.length === 0) return;
+    const n = data.length;
+    this.pending += n;
+    this.term.write(data, () => this.parsed(n));
   }
 
+  private parsed(n: number): void {
+    this.pending -= n;
+    if (this.parsedWaiters.length === 0) return;
+    const still: { below: number; resolve: () => void }[] = [];
+    for (const w of this.parsedWaiters) (this.pending < w.below ? w.resolve() : still.push(w));
+    this.parsedWaiters = still;
+  }
+
+  /** Resolves once fewer than `below` written bytes wait to be parsed (or the screen is disposed). */
+  whenParsed(below: number): Promise<void> {
+    if (this.pending < below || this.disposed) return Promise.resolve();
+    return new Promise((resolve) => this.parsedWaiters.push({ below, resolve }));
+  }
+
+  /** Applies after the bytes written before it (the program drew those at the old size). */
   resize(cols: number, rows: number): void {
     checkTerminalSize(cols, rows);
-    if (!this.disposed) this.term.resize(cols, rows);
+    if (this.disposed) return;
+    this.size = { cols, rows };
+    this.term.write('', () => {
+      if (!this.disposed) this.term.resize(cols, rows);
+    });
   }
 
-  async snapshot(): Promise<ScreenSnapshot> {
-    if (this.disposed) throw new Error('the screen was disposed: the command has ended');
-    // The emulator parses in batches: an empty write's callback runs after all earlier bytes.
-    await new Promise<void>((resolve) => this.term.write('', resolve));
+  /** The screen as the bytes written before this call left it (later writes are not in it). */
+  snapshot(): Promise<ScreenSnapshot> {
+    if (this.disposed) return Promise.reject(new Error('the screen was disposed: the command has ended'));
+    // An empty write's callback runs right after every earlier byte was parsed and before any later
+    // one is: the capture is synchronous there.
+    return new Promise<ScreenSnapshot>((resolve, reject) => {
+      this.snapshotWaiters.add(reject);
+      this.term.write('', () => {
+        this.snapshotWaiters.delete(reject);
+        if (this.disposed) reject(new Error('the screen was disposed: the command has ended'));
+        else resolve(this.capture());
+      });
+    });
+  }
+
+  private capture(): ScreenSnapshot {
     const active = this.term.buffer.active;
     const text: string[] = [];
     for (let y = 0; y < this.term.rows; y++) text.push(active.getLine(active.viewportY + y)?.translateToString(true) ?? '');
@@ -144,6 +195,9 @@ export class CommandScreen {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    for (const w of this.parsedWaiters.splice(0)) w.resolve();
+    for (const reject of this.snapshotWaiters) reject(new Error('the screen was disposed: the command has ended'));
+    this.snapshotWaiters.clear();
     this.term.dispose();
   }
 }

@@ -1,0 +1,121 @@
+// RunningScreen: the one owner of a session's command screen — the CommandScreen (terminal/screen.ts)
+// of the command running in a pseudo-terminal now, if any. The session host hands it every event as
+// it is appended: command.started with tty: true creates the screen at the session's terminal size;
+// each command.output feeds it the same bytes, noting their seq; command.completed, turn.completed
+// and the host's close dispose it. command/resize reaches it through the host (after the terminal
+// took the size). A subscription made with `screen: true` captures it: the screen exactly as the
+// output through `atSeq` left it.
+//
+// The emulator parses on the event loop, in slices. So that a flood neither blocks the daemon nor
+// grows its memory, the engine is told "behind" (EngineContext.emit answers false) once more than
+// HIGH_WATER bytes wait to be parsed, and its drained() waits for the parser too: the program is
+// held back, as a real terminal holds back a program writing faster than it draws. Past HARD_LIMIT
+// (an engine that ignores backpressure) the screen is given up: subscribers then get the command's
+// output as events, as without `screen`.
+import type { EventType } from '../protocol/index.js';
+import type { RuntimeLogger } from './logger.js';
+import { CommandScreen } from './terminal/screen.js';
+
+/** Bytes waiting for the emulator past which the engine is told it is behind. */
+const HIGH_WATER = 4 * 1024 * 1024;
+/** Bytes waiting for the emulator past which the screen is given up (the emulator itself drops data at 50 MB). */
+const HARD_LIMIT = 32 * 1024 * 1024;
+/** The scrollback text sent with a screen is cut to about this many bytes (the frame limit is 8 MiB). */
+const MAX_SCROLLBACK_CHARS = 2 * 1024 * 1024;
+
+/** A running command's screen as captured for one subscription (the wire's session/screen, less sessionId). */
+export interface ScreenCapture {
+  turnId: string;
+  /** The command's command.started: the output it stands for is the turn's command.output in (fromSeq, atSeq]. */
+  fromSeq: number;
+  atSeq: number;
+  cols: number;
+  rows: number;
+  data: Buffer;
+  scrollback: string;
+  alternate: boolean;
+}
+
+interface Current {
+  turnId: string;
+  fromSeq: number;
+  /** The seq of the last command.output written to the screen (fromSeq before any). */
+  atSeq: number;
+  screen: CommandScreen;
+}
+
+export class RunningScreen {
+  private current: Current | undefined;
+
+  constructor(
+    private readonly sessionId: string,
+    private readonly logger: RuntimeLogger,
+    private readonly enabled: boolean,
+  ) {}
+
+  /** Every appended event but command.output (see output). */
+  onEvent(type: EventType, seq: number, data: { turnId?: string; tty?: boolean }, size: { cols: number; rows: number }): void {
+    if (type === 'command.started') {
+      this.dispose();
+      if (!this.enabled || data.tty !== true || data.turnId === undefined) return;
+      try {
+        this.current = { turnId: data.turnId, fromSeq: seq, atSeq: seq, screen: new CommandScreen(size) };
+      } catch (e) {
+        this.logger.warn({ sessionId: this.sessionId, err: (e as Error).message }, 'no screen for this command; subscribers get its output as events');
+      }
+    } else if (type === 'command.completed' || type === 'turn.completed') this.dispose();
+  }
+
+  /** A command.output as it is appended. */
+  output(seq: number, turnId: string, data: Uint8Array): void {
+    const c = this.current;
+    if (!c || c.turnId !== turnId) return;
+    c.screen.write(data);
+    c.atSeq = seq;
+    if (c.screen.pendingBytes > HARD_LIMIT) {
+      this.logger.warn({ sessionId: this.sessionId, turnId, pendingBytes: c.screen.pendingBytes }, 'the command screen fell too far behind its output; given up (subscribers get the output as events)');
+      this.dispose();
+    }
+  }
+
+  /** The running command's terminal took a new size. */
+  resize(turnId: string, cols: number, rows: number): void {
+    const c = this.current;
+    if (c && c.turnId === turnId) c.screen.resize(cols, rows);
+  }
+
+  /** More output waits for the emulator than it should: the engine is told it is behind. */
+  get behind(): boolean {
+    return (this.current?.screen.pendingBytes ?? 0) >= HIGH_WATER;
+  }
+
+  /** Resolves once the emulator is below the high water (at once without a screen). */
+  drained(): Promise<void> {
+    return this.current ? this.current.screen.whenParsed(HIGH_WATER) : Promise.resolve();
+  }
+
+  /** The running command's screen through the last output appended so far; undefined without one (or if it ends first). */
+  async capture(): Promise<ScreenCapture | undefined> {
+    const c = this.current;
+    if (!c) return undefined;
+    const atSeq = c.atSeq;
+    let snap;
+    try {
+      snap = await c.screen.snapshot();
+    } catch {
+      return undefined; // disposed meanwhile: the command ended, its output is all in events
+    }
+    let scrollback = snap.scrollback.join('\n');
+    if (scrollback.length > MAX_SCROLLBACK_CHARS) {
+      const cut = scrollback.indexOf('\n', scrollback.length - MAX_SCROLLBACK_CHARS);
+      scrollback = cut === -1 ? '' : scrollback.slice(cut + 1);
+    }
+    return { turnId: c.turnId, fromSeq: c.fromSeq, atSeq, cols: snap.cols, rows: snap.rows, data: snap.screen, scrollback, alternate: snap.alternate };
+  }
+
+  dispose(): void {
+    const c = this.current;
+    this.current = undefined;
+    c?.screen.dispose();
+  }
+}

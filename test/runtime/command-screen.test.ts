@@ -1,0 +1,274 @@
+// The running command's screen in the runtime (real pseudo-terminals): a subscriber asking for it
+// gets the screen instead of the output so far, and the output after it with no gap or duplicate;
+// historyLines cuts a long session at a turn; without either, every event comes.
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../protocol/index.js';
+import { Runtime, StoredEvent, createShellEngine, silentLogger, type ScreenCapture } from '../../runtime/index.js';
+import { SubscriptionFeed, type FeedSource } from '../../runtime/subscription-feed.js';
+import { defaultPackEventBody, peekType } from '../../runtime/event-body.js';
+import { packEventBody } from '../../ipc/wire-bytes.js';
+import { tempDir, waitFor } from './helpers.js';
+
+const requireCjs = createRequire(import.meta.url);
+const { Terminal } = requireCjs('@xterm/headless') as typeof import('@xterm/headless');
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup() {
+  const dir = tempDir();
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const rt = await Runtime.open({ dataDir: dir, engines: { shell: createShellEngine({ terminal: 'auto' }) } });
+  cleanups.push(() => rt.close());
+  const all: SessionEvent[] = [];
+  rt.on('event', (e) => all.push(e));
+  const ended = new Map<string, string>();
+  rt.on('turnEnded', (_s, t, st) => ended.set(t, st));
+  const s = await rt.createSession({ cwd: dir, approvalPolicy: 'auto' });
+  return { rt, id: s.id, all, ended };
+}
+
+/** What a terminal of cols × rows shows after these writes (each a size change or bytes). */
+async function render(cols: number, rows: number, writes: Uint8Array[]): Promise<string[]> {
+  const t = new Terminal({ cols, rows, allowProposedApi: true });
+  for (const w of writes) t.write(w);
+  await new Promise<void>((r) => t.write('', r));
+  const out: string[] = [];
+  const b = t.buffer.active;
+  for (let y = 0; y < rows; y++) out.push(b.getLine(b.viewportY + y)?.translateToString(true) ?? '');
+  t.dispose();
+  return out;
+}
+
+const outputOf = (events: SessionEvent[], turnId: string) =>
+  events.filter((e): e is SessionEvent<'command.output'> => e.type === 'command.output' && e.data.turnId === turnId);
+
+describe('a subscription with screen: true', () => {
+  it('gets the running program\'s current screen instead of its old output, then every later byte once', async () => {
+    const { rt, id, all, ended } = await setup();
+    // A full-screen redraw: clear, home, a counter — 400 frames, then it waits for input.
+    const { turnId } = await rt.startTurn(id, { text: `i=0; while [ $i -lt 400 ]; do i=$((i+1)); printf '\\033[H\\033[2Jcounter %d\\nof the loop' $i; done; read x; printf '\\033[H\\033[2Jbye'` }, 'k1');
+    await waitFor('100 frames drawn', () => outputOf(all, turnId).length > 0 && Buffer.concat(outputOf(all, turnId).map((e) => e.data.data)).includes('counter 399'));
+    const got: SessionEvent[] = [];
+    const screens: ScreenCapture[] = [];
+    const order: string[] = [];
+    let replayed = false;
+    const sub = await rt.subscribe(id, 0, {
+      onEvent: (e) => {
+        got.push(e);
+        order.push(`e${e.seq}`);
+      },
+      onScreen: (s) => {
+        screens.push(s);
+        order.push('screen');
+      },
+      onReplayed: () => {
+        replayed = true;
+        order.push('replayed');
+      },
+    }, { screen: true });
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the backlog', () => replayed);
+    expect(screens).toHaveLength(1);
+    const screen = screens[0]!;
+    expect(screen.turnId).toBe(turnId);
+    expect(order.indexOf('screen')).toBeLessThan(order.indexOf('replayed'));
+    // None of the output the screen stands for came as events.
+    expect(outputOf(got, turnId).filter((e) => e.seq <= screen.atSeq)).toEqual([]);
+    const shown = await render(screen.cols, screen.rows, [screen.data]);
+    expect(shown.slice(0, 2)).toEqual(['counter 400', 'of the loop']);
+    // Live bytes follow: the program's last frame.
+    await rt.commandInput(id, turnId, Buffer.from('\r'));
+    await waitFor('the turn to end', () => ended.get(turnId));
+    await waitFor('the subscriber to see the end', () => got.some((e) => e.type === 'turn.completed'));
+    const after = outputOf(got, turnId);
+    expect(after.every((e) => e.seq > screen.atSeq)).toBe(true);
+    const reference = await render(80, 24, outputOf(all, turnId).map((e) => e.data.data));
+    const mine = await render(screen.cols, screen.rows, [screen.data, ...after.map((e) => e.data.data)]);
+    expect(mine).toEqual(reference);
+    expect(reference[0]).toBe('bye');
+    // Every event that is not the left-out output came, once, in order.
+    const expected = all.filter((e) => !(e.type === 'command.output' && e.seq <= screen.atSeq && e.seq > 0)).map((e) => e.seq);
+    expect(got.map((e) => e.seq)).toEqual(expected);
+  });
+
+  it('attaching while the program redraws as fast as it can: the screen, then the rest with no gap or duplicate', async () => {
+    const { rt, id, all, ended } = await setup();
+    const dir = (await rt.getSession(id)).cwd;
+    const { turnId } = await rt.startTurn(id, { text: `i=0; while [ ! -e stop ]; do i=$((i+1)); printf '\\033[H\\033[2Jframe %d\\n\\033[7mstatus\\033[0m %d' $i $i; done; printf '\\033[H\\033[2Jstopped at %d' $i` }, 'k1');
+    await waitFor('frames', () => outputOf(all, turnId).length > 20);
+    const got: SessionEvent[] = [];
+    const screens: ScreenCapture[] = [];
+    let replayed = false;
+    const sub = await rt.subscribe(id, 0, { onEvent: (e) => void got.push(e), onScreen: (s) => void screens.push(s), onReplayed: () => (replayed = true) }, { screen: true });
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the backlog', () => replayed);
+    await waitFor('more frames after the screen', () => outputOf(got, turnId).length > 20);
+    fs.writeFileSync(`${dir}/stop`, '');
+    await waitFor('the turn to end', () => ended.get(turnId));
+    await waitFor('the subscriber to see the end', () => got.some((e) => e.type === 'turn.completed'));
+    expect(screens).toHaveLength(1);
+    const screen = screens[0]!;
+    expect((await render(screen.cols, screen.rows, [screen.data]))[0]).toMatch(/^frame \d+$/);
+    const after = outputOf(got, turnId);
+    expect(after.every((e) => e.seq > screen.atSeq)).toBe(true);
+    const reference = await render(80, 24, outputOf(all, turnId).map((e) => e.data.data));
+    expect(reference[0]).toMatch(/^stopped at \d+$/);
+    expect(await render(screen.cols, screen.rows, [screen.data, ...after.map((e) => e.data.data)])).toEqual(reference);
+    expect(got.map((e) => e.seq)).toEqual(all.filter((e) => !(e.type === 'command.output' && e.seq <= screen.atSeq)).map((e) => e.seq));
+  });
+
+  it('without screen, a subscriber still gets every event from sinceSeq', async () => {
+    const { rt, id, all, ended } = await setup();
+    const { turnId } = await rt.startTurn(id, { text: `printf 'one\\n'; read x; printf 'two\\n'` }, 'k1');
+    await waitFor('output', () => outputOf(all, turnId).length > 0);
+    const got: SessionEvent[] = [];
+    let screens = 0;
+    const sub = await rt.subscribe(id, 2, { onEvent: (e) => void got.push(e), onScreen: () => void screens++ });
+    cleanups.push(() => sub.unsubscribe());
+    await rt.commandInput(id, turnId, Buffer.from('\r'));
+    await waitFor('the turn to end', () => ended.get(turnId) && got.some((e) => e.type === 'turn.completed'));
+    expect(screens).toBe(0);
+    expect(got.map((e) => e.seq)).toEqual(all.filter((e) => e.seq > 2).map((e) => e.seq));
+  });
+
+  it('follows a resize: the snapshot has the new size', async () => {
+    const { rt, id, all, ended } = await setup();
+    const { turnId } = await rt.startTurn(id, { text: `printf 'ready\\n'; read x` }, 'k1');
+    await waitFor('ready', () => Buffer.concat(outputOf(all, turnId).map((e) => e.data.data)).includes('ready'));
+    expect(await rt.commandResize(id, turnId, 100, 30)).toEqual({ applied: true });
+    const screens: ScreenCapture[] = [];
+    let replayed = false;
+    const sub = await rt.subscribe(id, 0, { onEvent: () => {}, onScreen: (s) => void screens.push(s), onReplayed: () => (replayed = true) }, { screen: true });
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the backlog', () => replayed);
+    expect(screens.map((s) => [s.cols, s.rows])).toEqual([[100, 30]]);
+    expect((await render(100, 30, [screens[0]!.data]))[0]).toBe('ready');
+    await rt.commandInput(id, turnId, Buffer.from('\r'));
+    await waitFor('the turn to end', () => ended.get(turnId));
+  });
+
+  it('sends no screen for a command on pipes (tty: false), and the output comes as events', async () => {
+    const dir = tempDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const rt = await Runtime.open({ dataDir: dir, engines: { shell: createShellEngine({ terminal: 'pipes' }) } });
+    cleanups.push(() => rt.close());
+    const s = await rt.createSession({ cwd: dir, approvalPolicy: 'auto' });
+    const all: SessionEvent[] = [];
+    rt.on('event', (e) => all.push(e));
+    const { turnId } = await rt.startTurn(s.id, { text: `printf 'piped\\n'; sleep 30` }, 'k1');
+    await waitFor('output', () => outputOf(all, turnId).length > 0);
+    expect(all.find((e): e is SessionEvent<'command.started'> => e.type === 'command.started')!.data.tty).toBe(false);
+    const got: SessionEvent[] = [];
+    let screens = 0;
+    let replayed = false;
+    const sub = await rt.subscribe(s.id, 0, { onEvent: (e) => void got.push(e), onScreen: () => void screens++, onReplayed: () => (replayed = true) }, { screen: true });
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the backlog', () => replayed);
+    expect(screens).toBe(0);
+    expect(Buffer.concat(outputOf(got, turnId).map((e) => e.data.data)).toString()).toBe('piped\n');
+    await rt.cancelTurn(s.id, turnId);
+  });
+});
+
+describe('a subscription with historyLines', () => {
+  it('starts at a turn so that finished turns print about that many lines, and says where', async () => {
+    const { rt, id, all, ended } = await setup();
+    const starts: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const { turnId } = await rt.startTurn(id, { text: `seq 1 10` }, `k${i}`);
+      await waitFor(`turn ${i}`, () => ended.get(turnId));
+      starts.push(all.find((e) => e.type === 'turn.started' && (e as SessionEvent<'turn.started'>).data.turnId === turnId)!.seq);
+    }
+    // Each turn: its input line and 10 lines of output = 11 lines. 35 lines keep the last 3 turns.
+    const got: SessionEvent[] = [];
+    let info: { historyFromSeq?: number } | undefined;
+    const sub = await rt.subscribe(id, 0, { onEvent: (e) => void got.push(e), onReplayed: (_t, i) => (info = i) }, { historyLines: 35 });
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the backlog', () => info);
+    expect(info).toEqual({ historyFromSeq: starts[9] });
+    expect(got[0]!.seq).toBe(starts[9]);
+    expect(got.map((e) => e.seq)).toEqual(all.filter((e) => e.seq >= starts[9]!).map((e) => e.seq));
+    // The latest finished turn is kept however long it is; with a sinceSeq, historyLines is not used.
+    let info1: { historyFromSeq?: number } | undefined;
+    const sub1 = await rt.subscribe(id, 0, { onEvent: () => {}, onReplayed: (_t, i) => (info1 = i) }, { historyLines: 1 });
+    cleanups.push(() => sub1.unsubscribe());
+    await waitFor('the backlog', () => info1);
+    expect(info1).toEqual({ historyFromSeq: starts[11] });
+    let info2: { historyFromSeq?: number } | undefined;
+    const sub2 = await rt.subscribe(id, 3, { onEvent: () => {}, onReplayed: (_t, i) => (info2 = i) }, { historyLines: 1 });
+    cleanups.push(() => sub2.unsubscribe());
+    await waitFor('the backlog', () => info2);
+    expect(info2).toEqual({});
+    // Enough lines for all: nothing is cut.
+    let info3: { historyFromSeq?: number } | undefined;
+    const sub3 = await rt.subscribe(id, 0, { onEvent: () => {}, onReplayed: (_t, i) => (info3 = i) }, { historyLines: 100_000 });
+    cleanups.push(() => sub3.unsubscribe());
+    await waitFor('the backlog', () => info3);
+    expect(info3).toEqual({});
+  });
+
+  it('counts the same after a restart (the counts are folded on replay too)', async () => {
+    const dir = tempDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    let rt = await Runtime.open({ dataDir: dir, engines: { shell: createShellEngine({ terminal: 'auto' }) } });
+    const s = await rt.createSession({ cwd: dir, approvalPolicy: 'auto' });
+    const ended = new Set<string>();
+    rt.on('turnEnded', (_s, t) => ended.add(t));
+    for (let i = 0; i < 4; i++) {
+      const { turnId } = await rt.startTurn(s.id, { text: `seq 1 20` }, `k${i}`);
+      await waitFor(`turn ${i}`, () => ended.has(turnId));
+    }
+    const before = await new Promise<{ historyFromSeq?: number }>((resolve) => void rt.subscribe(s.id, 0, { onEvent: () => {}, onReplayed: (_t, i) => resolve(i) }, { historyLines: 50 }));
+    await rt.close();
+    rt = await Runtime.open({ dataDir: dir, engines: { shell: createShellEngine({ terminal: 'auto' }) } });
+    cleanups.push(() => rt.close());
+    const after = await new Promise<{ historyFromSeq?: number }>((resolve) => void rt.subscribe(s.id, 0, { onEvent: () => {}, onReplayed: (_t, i) => resolve(i) }, { historyLines: 50 }));
+    expect(before.historyFromSeq).toBeGreaterThan(1);
+    expect(after).toEqual(before);
+  });
+});
+
+describe('the feed of a subscription with a screen taken past what was published', () => {
+  it('cuts the output the screen stands for when it arrives live, and sends the screen before replayed', async () => {
+    const ev = (seq: number, type: string, data: object) => StoredEvent.live('s1', seq, Buffer.alloc(8), 0, 8, 0, type, data, undefined);
+    const published: StoredEvent[] = [ev(1, 'turn.started', { turnId: 't' }), ev(2, 'command.started', { turnId: 't', tty: true }), ev(3, 'command.output', { turnId: 't', data: Buffer.from('a') })];
+    const source: FeedSource = {
+      id: 's1',
+      logger: silentLogger,
+      get publishedSeq() {
+        return published.length;
+      },
+      isClosed: false,
+      readPublished: async (after) => published.filter((e) => e.seq > after),
+      // Appended through seq 5 (two outputs not yet written to the journal, so not yet published).
+      captureScreen: async () => ({ turnId: 't', fromSeq: 2, atSeq: 5, cols: 80, rows: 24, data: Buffer.from('SCREEN'), scrollback: '', alternate: false }),
+      trimTail: () => {},
+      drop: () => {},
+    };
+    const order: string[] = [];
+    const feed = new SubscriptionFeed(source, { onEvent: (e) => void order.push(`${e.type}#${e.seq}`), onScreen: (s) => void order.push(`screen@${s.atSeq}`), onReplayed: (t) => void order.push(`replayed@${t}`) }, 0, { screen: true });
+    feed.start();
+    await waitFor('live', () => feed.phase === 'live');
+    for (const e of [ev(4, 'command.output', { turnId: 't' }), ev(5, 'lease.changed', { epoch: 1 }), ev(6, 'command.output', { turnId: 't' })]) {
+      published.push(e);
+      feed.offer(e);
+    }
+    expect(order).toEqual(['turn.started#1', 'command.started#2', 'screen@5', 'replayed@3', 'lease.changed#5', 'command.output#6']);
+    expect(feed.lastSeq).toBe(6);
+  });
+});
+
+describe('peekType', () => {
+  it('reads the type of a journal body in either packer\'s encoding without decoding it', () => {
+    const body = { seq: 70000, ts: Date.now(), type: 'command.output', data: { turnId: 'turn_x', stream: 'stdout', data: Buffer.from('hi') } };
+    const wire = packEventBody(body);
+    expect(peekType(Buffer.isBuffer(wire) ? wire : Buffer.concat([wire[0], wire[1]]))).toBe('command.output');
+    expect(peekType(Buffer.from(defaultPackEventBody({ ...body, type: 'lease.changed', data: { epoch: 1 } })))).toBe('lease.changed');
+    expect(peekType(Buffer.from([0x94, 1, 2, 3, 4]))).toBeUndefined();
+  });
+});

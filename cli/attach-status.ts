@@ -1,7 +1,9 @@
-// The two footer lines of `astra attach` from its state: what is happening and which keys act come
-// first, names last, so a narrow window cuts the least useful part.
+// The status texts of `astra attach` from its state: the two footer lines (idle, line output) and the
+// one status line on the last row while a command has the screen. What is happening and which keys
+// act come first, names last, so a narrow window cuts the least useful part. Widths are columns.
 import type { Footer } from './attach-view.js';
 import { cleanText, paint } from './output.js';
+import { fitWidth } from './terminal/width.js';
 import { describeHolder, type HolderLike } from './session-util.js';
 
 export interface StatusState {
@@ -22,6 +24,8 @@ export interface StatusState {
   /** This terminal is asked to answer an approval. */
   approvalAsked: boolean;
   input: string;
+  /** The input line being edited (the controller, idle). */
+  editor?: Footer['editor'];
 }
 
 export function statusFooter(s: StatusState, color: boolean): Footer {
@@ -47,12 +51,41 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
   if (s.connection === 'stopped') keys = 'Enter restart · Ctrl-D leave';
   else if (s.me) keys = s.approvalAsked ? 'y approve · n deny' : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
   else keys = s.readOnly ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
-  const clean = cleanText(s.title);
-  const title = clean.length > 24 ? `${clean.slice(0, 23)}…` : clean;
+  const title = fitWidth(cleanText(s.title), 24);
   const status = ` ${role} │ ${s.turn}${conn} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${s.id}${title ? ` "${title}"` : ''}`;
   let promptPrefix: string;
   if (s.approvalAsked) promptPrefix = paint(color, 'yellow', 'approve the command above? [y/n] ');
   else if (s.me) promptPrefix = paint(color, 'bold', '❯ ');
   else promptPrefix = paint(color, 'dim', s.readOnly ? '(read-only) ' : '(observing) ');
-  return { status, statusColour: colour, promptPrefix, input: s.input };
+  return { status, statusColour: colour, promptPrefix, input: s.input, editor: s.editor };
+}
+
+export interface ScreenStatusState extends StatusState {
+  /** The prefix key's name ("Ctrl-]"). */
+  prefix: string;
+  /** The prefix was pressed: the next key is Astra's. */
+  prefixArmed: boolean;
+  /** A hint or notice shown for a while instead of the keys (typing refused, control taken). */
+  note: string | undefined;
+  command: string;
+}
+
+/** The one status line while a command runs in a pseudo-terminal and its bytes have the screen. */
+export function screenStatus(s: ScreenStatusState): { text: string; colour: Footer['statusColour'] } {
+  const f = statusFooter({ ...s, input: '' }, false);
+  const p = s.prefix;
+  let keys: string;
+  if (s.prefixArmed) keys = `${p} pressed: c cancel · d detach · t take · ${p} sends ${p} · Esc back`;
+  else if (s.connection === 'stopped') keys = `daemon stopped · ${p} d leave`;
+  else if (s.me) keys = `keys go to the program · ${p} c cancel · ${p} d detach · ${p} ? keys`;
+  else keys = s.readOnly ? `read-only · ${p} d detach` : `${p} t (or Ctrl-T) take · ${p} d detach`;
+  const role = s.me ? 'you control' : s.readOnly ? 'observing (read-only)' : 'observing';
+  const conn = s.connection === 'reconnecting' ? ' │ reconnecting…' : s.connection === 'replaying' ? ' │ replaying…' : '';
+  const who = s.me ? '' : ` │ ${f.status.split(' │ ').find((x) => x.startsWith('controlled by') || x.startsWith('control ') || x === 'no controller') ?? ''}`;
+  const cmd = fitWidth(cleanText(s.command), 30);
+  const title = fitWidth(cleanText(s.title), 24);
+  const head = s.note ? `${s.note} │ ` : '';
+  const text = ` ${head}${role} │ ${s.turn === 'cancelling' ? 'cancelling' : `running ${cmd}`}${conn} │ ${keys}${who === ' │ ' ? '' : who} │ ${s.id}${title ? ` "${title}"` : ''}`;
+  const colour = s.prefixArmed ? 'yellow' : s.note ? 'yellow' : f.statusColour;
+  return { text, colour };
 }

@@ -1,18 +1,15 @@
-// The terminal side of `astra attach`: output scrolls normally (so the terminal's own scrollback,
-// resizing and copying work), and only a two-line footer — status and prompt — is redrawn at the
-// bottom. Writes made in one tick go out as one write, so a flood of output stays cheap.
-
-/** Visible length of a string that may hold SGR colour codes. */
-function visibleLength(s: string): number {
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/\x1b\[[0-9;]*m/g, '').length;
-}
-
-/** Cuts plain text to `width` columns, marking the cut. */
-export function fit(text: string, width: number): string {
-  if (width <= 1) return '';
-  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
-}
+// The terminal side of `astra attach`, the one writer to stdout. Two modes:
+// - lines (no command owns the screen): output scrolls normally (so the terminal's own scrollback,
+//   resizing and copying work), and only a two-line footer — status and the input line — is
+//   redrawn at the bottom;
+// - screen (a command runs in a pseudo-terminal): its bytes go raw through RawScreen
+//   (attach-terminal.ts), the status line sits on the last row, and lines of information wait until
+//   the command gives the screen back.
+// Writes made in one tick go out as one write, so a flood of output stays cheap. Widths are display
+// columns (CJK and emoji take two), never UTF-16 units.
+import { RawScreen, type ScreenImage } from './attach-terminal.js';
+import type { RenderedLine } from './terminal/line-editor.js';
+import { displayWidth, fitWidth } from './terminal/width.js';
 
 export interface Footer {
   /** Plain text; coloured by the view after fitting it to the width. */
@@ -20,8 +17,10 @@ export interface Footer {
   statusColour: 'green' | 'yellow' | 'red' | 'cyan' | 'gray';
   /** The prompt's fixed part, e.g. "❯ " or "approve? [y/n] " (may be coloured). */
   promptPrefix: string;
-  /** What the user has typed. */
+  /** What is shown after the prompt when nobody edits (observers, approvals). */
   input: string;
+  /** The input line being edited: laid out for the columns left after the prompt. */
+  editor?: { render(cols: number): RenderedLine; readonly value: string; readonly cursorIndex: number } | undefined;
 }
 
 const SGR: Record<Footer['statusColour'], string> = { green: '42;30', yellow: '43;30', red: '41;97', cyan: '46;30', gray: '100;97' };
@@ -30,34 +29,67 @@ const SGR: Record<Footer['statusColour'], string> = { green: '42;30', yellow: '4
 const PARTIAL_FLUSH_MS = 250;
 
 export class AttachView {
-  private pending = '';
+  private pending: (string | Buffer)[] = [];
   private partial = '';
   private partialTimer: NodeJS.Timeout | undefined;
   private footer: Footer = { status: '', statusColour: 'gray', promptPrefix: '', input: '' };
+  private footerKey = '';
   /** Visible widths of the footer lines on screen, to erase them even after a resize rewrapped them. */
   private drawn: { status: number; prompt: number } | undefined;
   private scheduled = false;
   private closed = false;
-  private readonly onResize = (): void => this.schedule();
+  private readonly raw: RawScreen;
+  /** Lines of information that came while a command had the screen: printed when it gives it back. */
+  private deferred: string[] = [];
+  private readonly onResize = (): void => {
+    if (this.raw.isActive) this.push(this.raw.resize(this.cols, this.rows));
+    this.schedule();
+    this.resized?.();
+  };
 
   /**
    * `tty`: draw the footer (stdout is a terminal). `color`: colours allowed (a TTY without NO_COLOR).
+   * `resized`: told after the terminal changed size.
    */
   constructor(
     private readonly stdout: NodeJS.WriteStream,
     readonly tty: boolean,
     readonly color: boolean,
+    private readonly resized?: () => void,
   ) {
+    this.raw = new RawScreen(tty);
     if (tty) stdout.on('resize', this.onResize);
+  }
+
+  get cols(): number {
+    return Math.max(1, this.stdout.columns || 80);
+  }
+
+  get rows(): number {
+    return Math.max(1, this.stdout.rows || 24);
+  }
+
+  /** A command owns the screen (its bytes go raw). */
+  get screenMode(): boolean {
+    return this.raw.isActive;
+  }
+
+  /** The size the running program gets: the terminal less the status row. */
+  programSize(): { cols: number; rows: number } {
+    return this.raw.programSize(this.cols, this.rows);
   }
 
   /** Command output, verbatim; whole lines are printed at once, a partial line after a short wait. */
   output(text: string): void {
     if (this.closed || text.length === 0) return;
+    if (this.raw.isActive) {
+      this.push(this.raw.output(Buffer.from(text)));
+      return;
+    }
     const all = this.partial + text;
     const nl = all.lastIndexOf('\n');
     if (nl >= 0) {
-      this.pending += all.slice(0, nl + 1);
+      this.push(all.slice(0, nl + 1));
       this.partial = all.slice(nl + 1);
     } else {
       this.partial = all;
@@ -76,32 +108,95 @@ export class AttachView {
   /** A whole line of information (a notice, an event). Ends any partial output line first. */
   line(text: string): void {
     if (this.closed) return;
+    if (this.raw.isActive) {
+      this.deferred.push(text);
+      return;
+    }
     this.takePartial();
-    this.pending += `${text}\n`;
+    this.push(`${text}\n`);
     this.schedule();
   }
 
-  setFooter(footer: Footer): void {
-    if (this.closed) return;
-    const f = this.footer;
-    if (f.status === footer.status && f.statusColour === footer.statusColour && f.promptPrefix === footer.promptPrefix && f.input === footer.input) return;
-    this.footer = { ...footer };
-    // Without a footer on screen (no TTY) a status change is not news by itself: attach prints notices.
-    if (this.tty) this.schedule();
+  // ---- the screen of a command in a pseudo-terminal ----
+
+  /** A command in a pseudo-terminal takes the screen: its bytes go raw from now on. */
+  enterScreen(): void {
+    if (this.closed || this.raw.isActive) return;
+    this.takePartial();
+    // The footer goes and the lines before the command are printed, then the region is set up.
+    this.flush(false);
+    this.push(this.raw.enter(this.cols, this.rows));
+    this.schedule();
   }
 
-  /** Draws everything again (Ctrl-L). */
-  redraw(): void {
-    if (this.tty && !this.closed) this.stdout.write('\x1b[2J\x1b[H');
+  /** Bytes of the command that has the screen. */
+  screenOutput(data: Uint8Array): void {
+    if (this.closed || data.length === 0) return;
+    if (!this.raw.isActive) this.enterScreen();
+    this.push(this.raw.output(data));
+    this.schedule();
+  }
+
+  /** The current screen of a command attached to mid-way (then its live bytes follow). */
+  screenSnapshot(image: ScreenImage): void {
+    if (this.closed) return;
+    if (!this.raw.isActive) this.enterScreen();
+    this.push(this.raw.snapshot(image));
+    this.schedule();
+  }
+
+  /** The status line while a command has the screen. */
+  setScreenStatus(text: string, colour: Footer['statusColour']): void {
+    if (this.closed) return;
+    this.push(this.raw.setStatus(text, this.color ? SGR[colour] : '7'));
+    this.schedule();
+  }
+
+  /** The command ended: its modes are reset, and the lines that waited are printed. */
+  leaveScreen(): void {
+    if (this.closed || !this.raw.isActive) return;
+    this.push(this.raw.leave());
+    if (this.tty) this.push('\x1b[?2004h');
+    for (const l of this.deferred.splice(0)) this.push(`${l}\n`);
     this.drawn = undefined;
     this.schedule();
   }
 
-  /** Prints what is pending, removes the footer and stops; later writes are dropped. */
+  // ---- the footer ----
+
+  setFooter(footer: Footer): void {
+    if (this.closed) return;
+    const key = `${footer.status}\0${footer.statusColour}\0${footer.promptPrefix}\0${footer.input}\0${footer.editor ? `${footer.editor.value}\0${footer.editor.cursorIndex}` : ''}`;
+    this.footer = { ...footer };
+    if (key === this.footerKey) return;
+    this.footerKey = key;
+    // Without a footer on screen (no TTY) a status change is not news by itself: attach prints notices.
+    if (this.tty && !this.raw.isActive) this.schedule();
+  }
+
+  /** Draws everything again (Ctrl-L). */
+  redraw(): void {
+    if (this.closed) return;
+    if (this.raw.isActive) this.push(this.raw.redraw());
+    else if (this.tty) {
+      this.push('\x1b[2J\x1b[H');
+      this.drawn = undefined;
+    }
+    this.schedule();
+  }
+
+  /** Starts the input line's bracketed paste (a multi-line paste is then one input). */
+  startInput(): void {
+    if (this.tty && !this.closed && !this.raw.isActive) this.push('\x1b[?2004h');
+  }
+
+  /** Prints what is pending, gives the terminal back as it was, removes the footer and stops. */
   close(finalLines: string[] = []): void {
     if (this.closed) return;
     this.takePartial();
-    for (const l of finalLines) this.pending += `${l}\n`;
+    if (this.raw.isActive) this.push(this.raw.leave());
+    for (const l of [...this.deferred.splice(0), ...finalLines]) this.push(`${l}\n`);
+    if (this.tty) this.push('\x1b[?2004l');
     this.flush(false);
     this.closed = true;
     if (this.partialTimer) clearTimeout(this.partialTimer);
@@ -112,14 +207,24 @@ export class AttachView {
   abandon(): void {
     if (this.closed) return;
     this.closed = true;
-    this.pending = '';
+    this.pending = [];
     if (this.partialTimer) clearTimeout(this.partialTimer);
     if (this.tty) this.stdout.off('resize', this.onResize);
   }
 
+  /** For the exit and crash hooks: what puts the terminal back, written synchronously. */
+  emergencyBytes(): string {
+    if (this.closed) return '';
+    return this.raw.emergencyBytes() + (this.tty ? '\x1b[?2004l' : '');
+  }
+
+  private push(piece: string | Buffer): void {
+    if (piece.length > 0) this.pending.push(piece);
+  }
+
   private takePartial(): void {
     if (!this.partial) return;
-    this.pending += `${this.partial}\n`;
+    this.push(`${this.partial}\n`);
     this.partial = '';
     if (this.partialTimer) clearTimeout(this.partialTimer);
     this.partialTimer = undefined;
@@ -135,34 +240,44 @@ export class AttachView {
   }
 
   private flush(drawFooter: boolean): void {
-    let s = '';
+    const parts: (string | Buffer)[] = [];
     if (this.tty && this.drawn) {
-      // The cursor sits at the end of the prompt. Terminals that reflow on resize (most do, tmux
-      // too) may have wrapped the footer over more rows: go up to where the status line starts now.
-      const cols = Math.max(1, this.stdout.columns || 80);
+      // The cursor sits on the prompt row. Terminals that reflow on resize (most do, tmux too) may
+      // have wrapped the footer over more rows: go up to where the status line starts now.
+      const cols = this.cols;
       const rows = (n: number) => Math.max(1, Math.ceil(n / cols));
       const up = rows(this.drawn.prompt) - 1 + rows(this.drawn.status);
-      s += `\r\x1b[${up}A\x1b[J`;
+      parts.push(`\r\x1b[${up}A\x1b[J`);
     }
     this.drawn = undefined;
-    s += this.pending;
-    this.pending = '';
-    if (this.tty && drawFooter) s += this.renderFooter();
-    if (s) this.stdout.write(s);
+    parts.push(...this.pending);
+    this.pending = [];
+    if (this.tty && drawFooter && !this.raw.isActive) parts.push(this.renderFooter());
+    if (parts.length === 0) return;
+    this.stdout.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))));
   }
 
   private renderFooter(): string {
     // One column spare: a line that fills the width would leave the cursor in a pending wrap.
-    const width = Math.max(10, (this.stdout.columns || 80) - 1);
+    const width = Math.max(10, this.cols - 1);
     // Not padded to the width: the shorter the line, the less a narrower window rewraps it.
-    const status = fit(this.footer.status, width);
+    const status = fitWidth(this.footer.status, width);
     const statusLine = this.color ? `\x1b[${SGR[this.footer.statusColour]}m${status}\x1b[0m` : status;
-    const prefixLength = visibleLength(this.footer.promptPrefix);
-    const room = width - prefixLength;
-    const input = this.footer.input;
-    // Long input scrolls: the end the user is typing at stays visible.
-    const shown = room <= 1 ? '' : input.length < room ? input : `…${input.slice(input.length - room + 2)}`;
-    this.drawn = { status: status.length, prompt: prefixLength + shown.length };
-    return `${statusLine}\n${this.footer.promptPrefix}${shown}`;
+    const prefixWidth = displayWidth(this.footer.promptPrefix);
+    const room = width + 1 - prefixWidth;
+    let shown: string;
+    let cursor: number;
+    if (this.footer.editor && room > 2) {
+      const r = this.footer.editor.render(room);
+      shown = r.line;
+      cursor = prefixWidth + r.cursorColumn;
+    } else {
+      shown = room > 1 ? fitWidth(this.footer.input, room - 1) : '';
+      cursor = prefixWidth + displayWidth(shown);
+    }
+    const promptWidth = prefixWidth + displayWidth(shown);
+    this.drawn = { status: displayWidth(status), prompt: promptWidth };
+    const back = promptWidth - cursor;
+    return `${statusLine}\n${this.footer.promptPrefix}${shown}${back > 0 ? `\x1b[${back}D` : ''}`;
   }
 }

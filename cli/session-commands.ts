@@ -59,23 +59,33 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
 
   program
     .command('attach')
-    .description('a live terminal on a session: replay, then stream; the controller types commands and approves, observers watch')
+    .description('a live terminal on a session: recent history, then live; the controller types commands (and into running programs) and approves, observers watch')
     .argument('[session]', `${SESSION_ARG}; without one, the most recently active session`)
     .option('--observe', 'only watch; never take control')
     .option('--take', 'take control even if another terminal has it (it is told)')
+    .option('--prefix <key>', 'the prefix key that gets Astra\'s keys while a program has the keyboard (default C-], or ASTRA_PREFIX_KEY)')
     .addHelpText('after', () =>
       wrapText(
-        '\nKeys:\n' +
+        '\nWhile a command runs in a pseudo-terminal, every key goes to it (Ctrl-C too) and a status line stays on the last row. ' +
+          'Astra\'s own keys are the prefix (Ctrl-]) then:\n' +
+          '  c        cancel the turn (or Ctrl-C after the prefix)\n' +
+          '  d        detach (the command keeps running)\n' +
+          '  t        take control (Ctrl-T also works for an observer)\n' +
+          '  l        redraw the status line;  ?  show these keys\n' +
+          '  Ctrl-]   send Ctrl-] itself to the program\n' +
+          'Otherwise (idle, a chat answer, a command on pipes):\n' +
           '  Enter    start a turn with the typed line;  y / n  answer an approval\n' +
           '  Ctrl-C   cancel the running turn (again, or with nothing running: detach)\n' +
           '  Ctrl-D   detach on an empty line (a running turn keeps running)\n' +
           '  Ctrl-T   take control (not with --observe, which is read-only)\n' +
-          '  Ctrl-U   clear the line;  Ctrl-L  redraw\n' +
+          '  editing  arrows, Home/End, Ctrl-A/E/W/K/U, Up/Down for history; a paste is one input;  Ctrl-L  redraw\n' +
+          'Attaching shows about the last 1,000 lines of history (`astra log ID` prints all of it) and a running program\'s current screen. ' +
+          'The terminal is put back (mouse, alternate screen, cursor, keypad) when a program ends and when you detach; programs cannot change its title. ' +
           'Without --observe, a terminal that watches because someone else has control takes it when it becomes free. ' +
           'Closing the window releases control, as Ctrl-D does.',
       ),
     )
-    .action(async (sessionArg: string | undefined, o: { observe?: boolean; take?: boolean }) => {
+    .action(async (sessionArg: string | undefined, o: { observe?: boolean; take?: boolean; prefix?: string }) => {
       setExit(await attach(sessionArg, o, { stdin: process.stdin, stdout: process.stdout, env }));
     });
 

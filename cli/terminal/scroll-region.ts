@@ -30,10 +30,16 @@ export function setRegion(rows: number): string {
   return `${ESC}7${ESC}[1;${rows - 1}r${ESC}8`;
 }
 
-/** Bytes that draw `text` (fitted to the width) on the status row without moving the program's cursor. */
-export function drawStatusLine(text: string, cols: number, rows: number): string {
+/**
+ * Bytes that draw `text` (fitted to the width) on the status row without moving the program's
+ * cursor. `sgr`: the line's colours (reverse video by default). DECSC saves the program's origin
+ * mode and character set, so both are set to plain here (a program in origin mode would otherwise
+ * have the status line drawn on its own last row, or in line-drawing characters) and come back with
+ * DECRC.
+ */
+export function drawStatusLine(text: string, cols: number, rows: number, sgr = '7'): string {
   // Fitting to cols-1 keeps the last column free: writing there could wrap on some terminals.
-  return `${ESC}7${ESC}[${rows};1H${ESC}[0;7m${fitWidth(text, cols - 1)}${ESC}[0m${ESC}[K${ESC}8`;
+  return `${ESC}7${ESC}[?6l${ESC}(B${ESC}[${rows};1H${ESC}[0;${sgr}m${fitWidth(text, cols - 1)}${ESC}[0m${ESC}[K${ESC}8`;
 }
 
 /** Bytes that give the whole screen back: region reset, status row cleared, cursor where it was. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommandScreen } from '../../../runtime/terminal/screen.js';
+import { CommandScreen } from '../../runtime/terminal/screen.js';
 import { MAX_SEQUENCE_BYTES, OutputFilter, restoreSequence } from '../../terminal/modes.js';
 
 const filter = (...chunks: string[]) => {

@@ -1,0 +1,211 @@
+// The raw screen of `astra attach` while a command runs in a pseudo-terminal: the program's bytes go
+// to the user's terminal as they come (partial lines and `\r` progress bars show right), through
+// OutputFilter (no title, palette or clipboard changes) and StatusRowGuard, inside a scroll region
+// that keeps Astra's status line on the last row (the program is told one row fewer). Leaving — the
+// command ended, the user detached, a signal, a crash, the process exiting — writes restoreSequence()
+// so no mode the program set (mouse tracking, alternate screen, bracketed paste, hidden cursor,
+// keypad) outlives it. Pure: it returns the bytes to write; AttachView writes them.
+import fs from 'node:fs';
+import { OutputFilter, restoreSequence } from '../terminal/modes.js';
+import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from './terminal/scroll-region.js';
+import { visible } from './terminal/width.js';
+
+/** What a screen subscription sends for a running command (client/index.ts ScreenSnapshot). */
+export interface ScreenImage {
+  cols: number;
+  rows: number;
+  /** Draws the screen (and the modes the program set) on a cleared cols × rows terminal. */
+  data: Uint8Array;
+  /** Up to the last 1,000 lines that left the top, '\n'-separated. */
+  scrollback: string;
+  alternate: boolean;
+}
+
+const PRIVATE_MODE = Buffer.from('\x1b[?');
+
+/** Status lines this short or terminals this low get no scroll region: the program has the screen. */
+const MIN_ROWS = 3;
+
+// Trailing escape sequences say nothing about where the cursor is in the line.
+// eslint-disable-next-line no-control-regex
+const TRAILING_CSI = /(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b[78=>])+$/;
+
+export class RawScreen {
+  private filter = new OutputFilter();
+  private guard: StatusRowGuard | undefined;
+  private cols = 80;
+  private rows = 24;
+  private status = '';
+  private statusSgr = '7';
+  /** The program's last visible byte ended a line (so leaving needs no newline of its own). */
+  private atLineStart = true;
+  private active = false;
+  /** The program is on the alternate screen (the last switch it made). */
+  private alternate = false;
+
+  /** `tty`: stdout is a terminal (without one there is no region, no status line and nothing to restore). */
+  constructor(private readonly tty: boolean) {}
+
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  /** The size the program should be given: one row fewer than the terminal, for the status line. */
+  programSize(cols: number, rows: number): { cols: number; rows: number } {
+    return { cols: Math.max(1, cols), rows: rows >= MIN_ROWS ? rows - 1 : Math.max(1, rows) };
+  }
+
+  /** Starts the raw screen on a terminal of cols × rows (the cursor at the start of a line). */
+  enter(cols: number, rows: number): string {
+    this.active = true;
+    this.filter = new OutputFilter();
+    this.atLineStart = true;
+    this.alternate = false;
+    this.cols = cols;
+    this.rows = rows;
+    if (!this.tty) return '';
+    this.guard = rows >= MIN_ROWS ? new StatusRowGuard(rows) : undefined;
+    // The input line's bracketed paste is Astra's; the program turns it on itself if it wants it.
+    return `\x1b[?2004l${this.guard ? enterStatusLayout(rows) + this.statusBytes() : ''}`;
+  }
+
+  /** A chunk of the program's output, made safe for the user's terminal. */
+  output(data: Uint8Array): Buffer {
+    if (!this.active) return Buffer.alloc(0);
+    const safe = this.filter.push(data);
+    this.noteLineEnd(safe);
+    if (!this.guard) return safe;
+    const g = this.guard.push(safe);
+    return g.redraw ? Buffer.concat([g.data, Buffer.from(setRegion(this.rows) + this.statusBytes())]) : g.data;
+  }
+
+  /**
+   * The current screen of a command attached to mid-way: the lines that left its top (into the
+   * terminal's own scrollback), the region emptied by scrolling what it showed away, then the screen.
+   */
+  snapshot(s: ScreenImage): Buffer {
+    if (!this.active) return Buffer.alloc(0);
+    const parts: Buffer[] = [];
+    const lines = s.scrollback === '' ? [] : s.scrollback.split('\n');
+    if (this.tty) {
+      let head = lines.map((l) => `${visible(l)}\r\n`).join('');
+      // Scroll the region's rows up and out, so the snapshot draws on an empty region from its top.
+      head += '\r\n'.repeat(this.programSize(this.cols, this.rows).rows) + '\x1b[H\x1b[0m';
+      parts.push(Buffer.from(head));
+    } else if (lines.length) parts.push(Buffer.from(lines.join('\n') + '\n'));
+    parts.push(this.output(s.data));
+    if (this.guard) parts.push(Buffer.from(setRegion(this.rows) + this.statusBytes()));
+    return Buffer.concat(parts);
+  }
+
+  /** New status text; the bytes that draw it (nothing when unchanged or not active). */
+  setStatus(text: string, sgr = '7'): string {
+    if (text === this.status && sgr === this.statusSgr) return '';
+    this.status = text;
+    this.statusSgr = sgr;
+    return this.active && this.guard ? this.statusBytes() : '';
+  }
+
+  /** Draws the status line again (Ctrl-] l). */
+  redraw(): string {
+    return this.active && this.guard ? setRegion(this.rows) + this.statusBytes() : '';
+  }
+
+  /** The user's terminal changed size: the region and the status line move with it. */
+  resize(cols: number, rows: number): string {
+    if (!this.active || !this.tty) return '';
+    const oldRows = this.rows;
+    this.cols = cols;
+    this.rows = rows;
+    if (rows < MIN_ROWS) {
+      const had = this.guard !== undefined;
+      this.guard = undefined;
+      return had ? '\x1b7\x1b[r\x1b8' : '';
+    }
+    let out = '';
+    // A taller terminal: the old status row is now the program's; wipe the copy left there.
+    if (this.guard && oldRows < rows) out += `\x1b7\x1b[${oldRows};1H\x1b[2K\x1b8`;
+    if (this.guard) this.guard.resize(rows);
+    else this.guard = new StatusRowGuard(rows);
+    return out + setRegion(rows) + this.statusBytes();
+  }
+
+  /** Ends the raw screen: the terminal's modes reset, the status row cleared, the cursor on a fresh line. */
+  leave(): string {
+    if (!this.active) return '';
+    this.active = false;
+    if (!this.tty) return this.atLineStart ? '' : '\n';
+    const out = this.restoreBytes() + (this.atLineStart ? '' : '\r\n');
+    this.guard = undefined;
+    return out;
+  }
+
+  /** What a process leaving in a hurry (exit, crash) must still write: nothing unless a program had the screen. */
+  emergencyBytes(): string {
+    if (!this.active || !this.tty) return '';
+    return this.restoreBytes() + '\r\n';
+  }
+
+  /**
+   * The modes reset with the cursor left where the program put it: resetting the scroll region and
+   * origin mode homes the cursor, so DECSC/DECRC go around them. Leaving the alternate screen is sent
+   * only when the program is on it: it restores the cursor of the normal screen (tmux does that even
+   * when not on the alternate screen, which would move the cursor to an old place).
+   */
+  private restoreBytes(): string {
+    const alt = this.alternate ? '\x1b[?1049l\x1b[?1047l\x1b[?47l' : '';
+    this.alternate = false;
+    return `${alt}\x1b7${restoreSequence({ leaveAlternateScreen: false })}\x1b8\x1b[0m${this.guard ? leaveStatusLayout(this.rows) : ''}`;
+  }
+
+  private statusBytes(): string {
+    return drawStatusLine(this.status, this.cols, this.rows, this.statusSgr);
+  }
+
+  private noteLineEnd(b: Buffer): void {
+    if (b.length === 0) return;
+    if (b.indexOf(PRIVATE_MODE) >= 0) {
+      // eslint-disable-next-line no-control-regex
+      for (const m of b.toString('latin1').matchAll(/\x1b\[\?([\d;]+)([hl])/g)) {
+        if (/(^|;)(1049|1047|47)(;|$)/.test(m[1]!)) this.alternate = m[2] === 'h';
+      }
+    }
+    const tail = b.subarray(Math.max(0, b.length - 256)).toString('latin1');
+    if (/\x1b\[\?(?:1049|1047|47)l$/.test(tail)) {
+      // Back from the alternate screen: the cursor is where it was before, at the start of a line.
+      this.atLineStart = true;
+      return;
+    }
+    const text = tail.replace(TRAILING_CSI, '');
+    if (text.length > 0) this.atLineStart = text.endsWith('\n');
+  }
+}
+
+/**
+ * Puts the user's terminal back if the process exits or crashes while a program had the screen:
+ * `bytes()` says what to write (synchronously — nothing async runs at exit). Returns the remover.
+ */
+export function installRestoreHooks(bytes: () => string, restoreInput: () => void): () => void {
+  const write = () => {
+    const b = bytes();
+    restoreInput();
+    if (b === '') return;
+    try {
+      fs.writeSync(1, b);
+    } catch {
+      // the terminal is gone
+    }
+  };
+  const onExit = () => write();
+  const onCrash = (e: unknown) => {
+    write();
+    process.stderr.write(`astra: attach failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  };
+  process.on('exit', onExit);
+  process.on('uncaughtException', onCrash);
+  return () => {
+    process.off('exit', onExit);
+    process.off('uncaughtException', onCrash);
+  };
+}

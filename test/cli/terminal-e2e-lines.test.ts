@@ -16,9 +16,9 @@ describe.skipIf(skip)('command output in attached panes', () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'partial line');
     t.attach('a', id);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
     t.attach('b', id);
-    await t.waitLastRow('b', UI.observing);
+    await t.waitStatus('b', UI.observing);
     t.type('a', 'printf "Downloading... "; sleep 1; echo done', true);
     // Live: the partial line shows before the rest of it comes.
     for (const pane of ['a', 'b']) await t.waitVisible(pane, /^Downloading\.\.\.$/m);
@@ -41,7 +41,7 @@ describe.skipIf(skip)('command output in attached panes', () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'progress');
     t.attach('a', id);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
     t.type('a', 'for i in 1 2 3 4 5 6 7 8; do printf "\\rprogress %d/8" $i; sleep 0.05; done; echo; echo after', true);
     const check = (pane: string, s: string) => {
       expect(s, `pane ${pane}`).toMatch(/^progress 8\/8\nafter$/m);
@@ -57,7 +57,7 @@ describe.skipIf(skip)('command output in attached panes', () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'redraw');
     t.attach('a', id);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
     // Like top: home, clear, 30 rows, again every 20 ms. tmux keeps every cleared screen in the pane's
     // history (scroll-on-clear), so a client that is sent every frame shows them all in its scrollback.
     t.type('a', `i=0; while :; do i=$((i+1)); printf '\\033[H\\033[2J'; r=1; while [ $r -le 30 ]; do printf 'frame %d row %d\\n' $i $r; r=$((r+1)); done; sleep 0.02; done`, true);
@@ -78,29 +78,31 @@ describe.skipIf(skip)('command output in attached panes', () => {
     await t.waitScreen('a', UI.turnCancelled);
   });
 
-  it('attaching while top runs shows top\'s current screen in the alternate screen', async () => {
+  it('attaching while top runs shows top\'s current screen from the first row, with the modes top set', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'top');
     t.attach('a', id);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
     t.type('a', 'top -d 0.2', true);
-    await t.waitVisible('a', /^top - .*\n(Tasks|Threads):/m);
+    await t.waitVisible('a', /^top - .*\n(Tasks|Threads):/);
+    // top hides the cursor and sets application cursor keys (it draws on the normal screen).
+    const topModes = await t.waitModes('a', 'top\'s modes', (m) => !m.cursorVisible && m.keypadCursor);
     t.attach('c', id);
-    await t.waitVisible('c', /^top - .*\n(Tasks|Threads):/m);
-    await t.waitModes('c', 'the alternate screen top uses', (m) => m.alternate);
+    await t.waitVisible('c', /^top - .*\n(Tasks|Threads):/);
     await t.waitLastRow('c', UI.observing);
+    await t.waitModes('c', 'the modes top set, on the client attached after', (m) => m.cursorVisible === topModes.cursorVisible && m.keypadCursor === topModes.keypadCursor && m.alternate === topModes.alternate);
     t.type('a', 'q');
     for (const pane of ['a', 'c']) await t.waitScreen(pane, UI.turnCompleted(0));
-    for (const pane of ['a', 'c']) await t.waitModes(pane, 'the alternate screen left', (m) => !m.alternate && m.cursorVisible);
+    for (const pane of ['a', 'c']) await t.waitModes(pane, 'the modes reset after top quit', (m) => m.cursorVisible && !m.keypadCursor && !m.alternate);
   });
 
   it('an observer\'s typing is refused with a hint and never reaches the program; the controller\'s does', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'observer typing');
     t.attach('a', id);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
     t.attach('b', id);
-    await t.waitLastRow('b', UI.observing);
+    await t.waitStatus('b', UI.observing);
     t.type('a', 'cat', true);
     await t.waitLastRow('a', UI.running);
 

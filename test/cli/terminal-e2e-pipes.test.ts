@@ -14,21 +14,35 @@ describe.skipIf(skip)('commands on pipes (ASTRA_TERMINAL=pipes)', () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'pipes');
     t.attach('a', id);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
     t.attach('b', id);
-    await t.waitLastRow('b', UI.observing);
-    // stderr first, and well before the partial line: two pipes are read apart, so their order is not kept.
-    t.type('a', 'echo to-stderr >&2; sleep 0.3; tty || echo "no terminal here"; printf "Downloading... "; sleep 0.3; echo done', true);
+    await t.waitStatus('b', UI.observing);
+    // stderr first, and well before stdout: two pipes are read apart, so their order is not kept.
+    t.type('a', 'echo to-stderr >&2; sleep 0.3; tty || echo "no terminal here"; echo on-stdout', true);
     for (const pane of ['a', 'b']) {
       const s = await t.waitScreen(pane, UI.turnCompleted(0));
       expect(s, `pane ${pane}`).toMatch(/^not a tty$/m);
       expect(s, `pane ${pane}`).toMatch(/^no terminal here$/m);
       expect(s, `pane ${pane}`).toMatch(/^to-stderr$/m);
-      expect(s, `pane ${pane}`).toMatch(/^Downloading\.\.\. done$/m);
+      expect(s, `pane ${pane}`).toMatch(/^on-stdout$/m);
     }
     const events = await sessionEvents(d, id);
     expect(events.find((e) => e.type === 'command.started')?.data).toMatchObject({ tty: false });
     const streams = new Set(events.filter((e) => e.type === 'command.output').map((e) => (e.data as { stream: string }).stream));
     expect([...streams].sort()).toEqual(['stderr', 'stdout']);
+  });
+
+  it('a partial line finished later is one line live on pipes too', async () => {
+    const t = tmuxFor(d);
+    const id = await newSession(d, 'pipes partial');
+    t.attach('a', id);
+    await t.waitStatus('a', UI.controlling);
+    t.attach('b', id);
+    await t.waitStatus('b', UI.observing);
+    t.type('a', 'printf "Downloading... "; sleep 1; echo done', true);
+    for (const pane of ['a', 'b']) {
+      const s = await t.waitScreen(pane, UI.turnCompleted(0));
+      expect(s, `pane ${pane}`).toMatch(/^Downloading\.\.\. done$/m);
+    }
   });
 });

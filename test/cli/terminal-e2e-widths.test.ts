@@ -9,33 +9,42 @@ import { UI, newSession, re, sharedDaemon, tmuxFor, type TermPanes } from './ter
 
 const skip = skipWithout(TMUX);
 
-/** The last row is the status line, whole: within the width, and no piece of it on the row above. */
-function expectStatusRow(t: TermPanes, pane: string, cols: number, titleStart: string): void {
+/**
+ * The status line is one whole row within the width: it starts with the role (a wrapped one would
+ * leave its tail on the next row), and below it is the input line (idle) or nothing (a command has
+ * the screen, the status line is the last row).
+ */
+function expectStatusRow(t: TermPanes, pane: string, cols: number, running: boolean, titleStart?: string): void {
   const rows = t.rows(pane);
-  const last = rows[rows.length - 1]!;
-  expect(stringWidth(last), `status line ${JSON.stringify(last)} fits ${cols} columns`).toBeLessThanOrEqual(cols);
-  expect(last).toContain(titleStart);
-  // A wrapped status line would leave its start on the row above the last.
-  expect(rows[rows.length - 2], 'the row above the status line').not.toMatch(UI.controlling);
-  expect(rows.filter((r) => r.includes(titleStart) && UI.controlling.test(r)), 'one status line on the screen').toHaveLength(1);
+  const i = rows.findLastIndex((r) => r.includes(' │ '));
+  const status = rows[i]!;
+  expect(status, 'the status line starts with the role').toMatch(UI.controlling);
+  expect(stringWidth(status), `status line ${JSON.stringify(status)} fits ${cols} columns`).toBeLessThanOrEqual(cols);
+  expect(status).not.toContain('\ufffd');
+  if (running) expect(i, 'the status line is the last row').toBe(rows.length - 1);
+  else expect(rows[i + 1], 'the input line right below the status line').toMatch(/^❯/);
+  if (titleStart) expect(status).toContain(titleStart);
 }
 
 describe.skipIf(skip)('wide characters in astra attach', () => {
   const d = sharedDaemon();
 
-  for (const cols of [120, 60]) {
-    it(`a CJK and emoji title keeps the status line on the last row of a ${cols}-column pane`, async () => {
+  for (const cols of [200, 60]) {
+    it(`a CJK and emoji title keeps the status line on one row of a ${cols}-column pane, idle and while a command runs`, async () => {
       const t = tmuxFor(d);
       const title = '日本語のセッション 🚀🎉 とても長いタイトルです、テスト用の名前 👨‍👩‍👧 終わり';
       const id = await newSession(d, title);
       t.attach('a', id, [], cols);
-      await t.waitLastRow('a', UI.controlling);
-      expectStatusRow(t, 'a', cols, '日本語');
-      // The same once output has scrolled the screen.
-      t.type('a', 'seq 1 100', true);
+      await t.waitStatus('a', UI.controlling);
+      const titleStart = cols >= 200 ? '日本語のセッション' : undefined;
+      expectStatusRow(t, 'a', cols, false, titleStart);
+      t.type('a', 'seq 1 60; cat', true);
+      await t.waitLastRow('a', UI.running);
+      expectStatusRow(t, 'a', cols, true, titleStart);
+      t.key('a', 'C-d');
       await t.waitScreen('a', UI.turnCompleted(0));
-      await t.waitLastRow('a', UI.controlling);
-      expectStatusRow(t, 'a', cols, '日本語');
+      await t.waitStatus('a', UI.controlling);
+      expectStatusRow(t, 'a', cols, false, titleStart);
     });
   }
 
@@ -43,7 +52,7 @@ describe.skipIf(skip)('wide characters in astra attach', () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'ウィンドウ 🪟');
     t.attach('a', id, [], 80);
-    await t.waitLastRow('a', UI.controlling);
+    await t.waitStatus('a', UI.controlling);
 
     const text = 'echo 漢字かな😀テスト';
     for (const ch of text) t.type('a', ch);
@@ -66,7 +75,7 @@ describe.skipIf(skip)('wide characters in astra attach', () => {
     t.key('a', 'Enter');
     const s = await t.waitScreen('a', UI.turnCompleted(0));
     expect(s).toMatch(/^漢字かな😀テスト$/m);
-    await t.waitLastRow('a', UI.controlling);
-    expectStatusRow(t, 'a', 80, 'ウィンドウ');
+    await t.waitStatus('a', UI.controlling);
+    expectStatusRow(t, 'a', 80, false);
   });
 });

@@ -141,12 +141,17 @@ async function waitUntil(what: string, timeoutMs: number, check: () => Promise<b
 
 // ---- the measurements, the same loop for both sides ----
 
+function keyChar(i: number): string {
+  return String.fromCharCode(0x4e00 + i);
+}
+
 /** One key at a time into `ctl`, each seen on `obs` before the next; latencies in ms after the warm-up. */
 async function keyLatencies(ctl: TermProc, obs: TermProc): Promise<number[]> {
   const lat: number[] = [];
   for (let i = 0; i < KEY_WARMUP + KEYS; i++) {
-    // Greek letters: nothing else either side draws (status lines, ids) contains them.
-    const ch = String.fromCharCode(0x3b1 + (i % 24));
+    // A new CJK ideograph per key: nothing either side draws (status lines, ids, a redraw of the
+    // line so far) contains it before its echo.
+    const ch = keyChar(i);
     const seen = obs.next(ch, 10_000);
     const t0 = performance.now();
     ctl.write(ch);
@@ -250,11 +255,67 @@ async function latencyAstra(rec: Recorder, log: Log): Promise<void> {
       rec.fail('terminal.keyP50ms', 'astra', e);
     }
     await coldAttaches(rec, 'astra', () => astra.attach(id, 'a fresh astra attach'), 'READY', TITLE);
+    await daemonKeyLatency(rec, astra, log);
   } catch (e) {
     rec.fail('terminal.keyP50ms', 'astra', e);
   } finally {
     for (const t of terms) await t.stop();
     await astra.stop();
+  }
+}
+
+/**
+ * The daemon's share of the key path, without the two attach processes: an in-process controller
+ * client sends each key with command/input, an in-process subscriber sees cat's echo as command.output.
+ */
+async function daemonKeyLatency(rec: Recorder, astra: AstraSide, log: Log): Promise<void> {
+  const ctl = await astra.daemon.client('bench-terminal-keys');
+  const sub = await astra.daemon.client('bench-terminal-echo');
+  try {
+    const { session } = await ctl.session.create({ title: 'benchkeys', engine: 'shell', approvalPolicy: 'auto', cwd: astra.daemon.home });
+    await ctl.acquireController(session.id);
+    let waiting: { ch: string; resolve: (at: number) => void } | undefined;
+    let ready: (() => void) | undefined;
+    const readyP = new Promise<void>((r) => (ready = r));
+    await sub.subscribe(session.id, {
+      sinceSeq: session.headSeq,
+      onEvent: (e) => {
+        if (e.type !== 'command.output') return;
+        const at = performance.now();
+        const raw = (e.data as { data: Uint8Array | string }).data;
+        const text = typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8');
+        if (text.includes('READY')) ready?.();
+        if (waiting && text.includes(waiting.ch)) {
+          const w = waiting;
+          waiting = undefined;
+          w.resolve(at);
+        }
+      },
+    });
+    const { turnId } = await ctl.turn.start({ sessionId: session.id, input: { text: CAT_CMD } });
+    await Promise.race([readyP, new Promise((_, reject) => setTimeout(() => reject(new Error('bench: cat did not start within 15 s')), 15_000))]);
+    const lat: number[] = [];
+    for (let i = 0; i < KEY_WARMUP + KEYS; i++) {
+      const ch = keyChar(i);
+      const seen = new Promise<number>((resolve, reject) => {
+        waiting = { ch, resolve };
+        setTimeout(() => reject(new Error(`bench: the echo of key ${i} did not reach the subscriber within 10 s`)), 10_000).unref();
+      });
+      const t0 = performance.now();
+      await ctl.command.input({ sessionId: session.id, turnId, data: Buffer.from(ch) });
+      const t1 = await seen;
+      if (i >= KEY_WARMUP) lat.push(t1 - t0);
+    }
+    lat.sort((a, b) => a - b);
+    rec.record('terminal.keyDaemonP50ms', 'astra', percentile(lat, 0.5));
+    rec.record('terminal.keyDaemonP99ms', 'astra', percentile(lat, 0.99));
+    log(`  astra    the daemon alone (command/input → command.output at a subscriber, in-process clients): p50 ${percentile(lat, 0.5).toFixed(2)} ms, p99 ${percentile(lat, 0.99).toFixed(2)} ms`);
+    await ctl.turn.cancel({ sessionId: session.id, turnId }).catch(() => undefined);
+  } catch (e) {
+    rec.fail('terminal.keyDaemonP50ms', 'astra', e);
+  } finally {
+    await ctl.close();
+    await sub.close();
   }
 }
 
@@ -303,6 +364,25 @@ async function throughputAstra(rec: Recorder, log: Log): Promise<void> {
     const [ctl, obs] = await astra.pair(id);
     terms.push(ctl, obs);
     recordSeq(rec, 'astra', await seqThroughput(ctl, obs, astra.daemon.pid), log);
+    // How long the command itself took in the daemon (command.started → command.exited), for comparison.
+    const c = await astra.daemon.client('bench-terminal-probe');
+    try {
+      const events = [];
+      for (let since = 0; ; ) {
+        const page = await c.session.read({ sessionId: id, sinceSeq: since, limit: 1000 });
+        events.push(...page.events);
+        if (page.nextSeq === undefined || page.events.length === 0) break;
+        since = page.events[page.events.length - 1]!.seq;
+      }
+      const started = events.find((e) => e.type === 'command.started');
+      const ended = events.find((e) => e.type === 'turn.completed');
+      if (started && ended) {
+        rec.record('terminal.seqDaemonMs', 'astra', ended.ts - started.ts);
+        log(`  astra    the command in the daemon: command.started → turn.completed ${ended.ts - started.ts} ms`);
+      }
+    } finally {
+      await c.close();
+    }
   } catch (e) {
     rec.fail('terminal.seqMBPerSec', 'astra', e);
   } finally {
@@ -381,8 +461,11 @@ export function terminalFigures(r: TerminalResult): TerminalFigure[] {
   return [
     row('terminal.keyP50ms', `terminal: key → cat's echo on an observer, p50 of ${KEYS} (bare: tmux, two clients)`, 'ms', 'lower', '≤ tmux + 2 ms', (a, t) => a - t <= 2),
     row('terminal.keyP99ms', 'terminal: the same, p99', 'ms', 'lower', ''),
+    row('terminal.keyDaemonP50ms', 'terminal: the daemon\'s share — command/input → command.output at an in-process subscriber, p50', 'ms', 'lower', ''),
+    row('terminal.keyDaemonP99ms', 'terminal: the same, p99', 'ms', 'lower', ''),
     row('terminal.seqMBPerSec', `terminal: \`seq 1 ${SEQ_N}\` to two attached clients (bare: tmux pane, two clients)`, 'MB/s', 'higher', '≥ 1.0× tmux', (a, t) => a / t >= 1.0),
     row('terminal.seqClientMB', 'terminal: the same, bytes each client\'s terminal received', 'MB', 'lower', ''),
+    row('terminal.seqDaemonMs', 'terminal: the same, the command in the daemon (command.started → turn.completed)', 'ms', 'lower', ''),
     row('terminal.seqServerCpuMs', 'terminal: the same, CPU of the server (the daemon; the tmux server)', 'ms', 'lower', ''),
     row('terminal.seqClientCpuMs', 'terminal: the same, CPU of each client process', 'ms', 'lower', ''),
     row('terminal.seqReaderCpuMs', 'terminal: the same, CPU of the bench reading both client terminals', 'ms', 'lower', ''),

@@ -58,6 +58,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (argv[0] !== 'daemon') {
     const { registerSessionCommands } = await import('./session-commands.js');
     registerSessionCommands(program, out, env, setExit);
+    (await import('./log-command.js')).registerLogCommand(program, out, env);
   }
   if (argv[0] !== 'daemon') (await import('./web-command.js')).registerWebCommands(program, env, setExit);
   try {

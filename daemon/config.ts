@@ -27,7 +27,7 @@ export interface DaemonOptions {
   catchUpCacheBytes?: number;
   /** Large journal records with direct I/O (RuntimeOptions.journalDirectIO); env ASTRA_JOURNAL_DIRECT_IO=0 turns it off. */
   journalDirectIO?: boolean;
-  /** Shell commands in a pseudo-terminal where one can be had ('auto') or on pipes ('pipes', the default for now); env ASTRA_TERMINAL. */
+  /** Shell commands in a pseudo-terminal where one can be had ('auto', the default) or on pipes ('pipes'); env ASTRA_TERMINAL. */
   terminal?: 'auto' | 'pipes';
   /** A connection with bytes queued that takes none of them for this long is closed (slow_consumer). */
   slowConsumerMs?: number;
@@ -84,8 +84,8 @@ function flagFromEnv(env: NodeJS.ProcessEnv, name: string): boolean | undefined 
 
 function terminalFromEnv(env: NodeJS.ProcessEnv): 'auto' | 'pipes' {
   const raw = env.ASTRA_TERMINAL;
-  if (raw === undefined || raw === '' || raw === 'pipes') return 'pipes';
-  if (raw === 'auto') return 'auto';
+  if (raw === undefined || raw === '' || raw === 'auto') return 'auto';
+  if (raw === 'pipes') return 'pipes';
   throw new AstraError('invalid_params', `ASTRA_TERMINAL must be auto or pipes, got "${raw}"`);
 }
 

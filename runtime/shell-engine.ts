@@ -20,8 +20,9 @@ export interface ShellEngineOptions {
   killGraceMs?: number;
   shell?: string;
   /**
-   * Default 'pipes' for now: the switch to 'auto' (a pseudo-terminal) changes output (one stream,
-   * \r\n) and waits on the suite's tests being adapted to that contract (issue 17).
+   * Default 'auto': a pseudo-terminal where one can be had (one stream, \r\n line ends, input from
+   * command/input), else pipes (command.started says tty: false and why). 'pipes': always pipes,
+   * stdout and stderr apart, stdin at /dev/null.
    */
   terminal?: TerminalMode;
 }
@@ -29,7 +30,7 @@ export interface ShellEngineOptions {
 export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
   const killGraceMs = opts.killGraceMs ?? 2000;
   const shell = opts.shell ?? '/bin/sh';
-  const mode = opts.terminal ?? 'pipes';
+  const mode = opts.terminal ?? 'auto';
   return {
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       const command = ctx.input.text;
@@ -71,7 +72,7 @@ export interface ShellCommand {
   env?: NodeJS.ProcessEnv;
   /** Sees every chunk of output as it goes out (before it is emitted). */
   onOutput?: (chunk: Buffer) => void;
-  /** 'auto': a pseudo-terminal where one can be had; 'pipes' (default for now): pipes. */
+  /** 'auto': a pseudo-terminal where one can be had; 'pipes' (the default here, for a model's tool calls): pipes. */
   terminal?: TerminalMode;
   /** Nobody will type into it (a model's tool call): a command reading stdin gets end-of-input. */
   noInput?: boolean;
@@ -107,8 +108,8 @@ export async function runShellCommand(ctx: EngineContext, cmd: ShellCommand): Pr
       shell,
       killGraceMs: cmd.killGraceMs ?? 2000,
       mode: cmd.terminal ?? 'pipes',
-      // Pipes by choice (today's default) keep stdin at /dev/null, as before terminals: until `astra
-      // attach` types into commands, one that reads stdin would wait for input nobody can send.
+      // Pipes by choice keep stdin at /dev/null, as before terminals: on pipes, nobody types into a
+      // command (a pipe fallback under 'auto' takes input).
       noInput: cmd.noInput === true || (cmd.terminal ?? 'pipes') === 'pipes',
       onOutput: (data, stream) => {
         cmd.onOutput?.(data);

@@ -5,7 +5,7 @@ import { newSession, setup, useCliCleanup } from './cli-helpers.js';
 
 useCliCleanup();
 
-const COMMANDS = ['', 'new', 'sessions', 'attach', 'send', 'cancel', 'take', 'rename', 'archive', 'rm', 'daemon', 'daemon start', 'daemon stop', 'daemon status', 'daemon logs', 'daemon restart'];
+const COMMANDS = ['', 'new', 'sessions', 'attach', 'send', 'cancel', 'take', 'rename', 'archive', 'rm', 'log', 'daemon', 'daemon start', 'daemon stop', 'daemon status', 'daemon logs', 'daemon restart'];
 
 describe('astra --help', () => {
   it('the top-level help names ASTRA_HOME, how sessions are named, and every exit code', async () => {
@@ -16,7 +16,7 @@ describe('astra --help', () => {
     expect(r.stdout).toMatch(/^Exit codes:\n {2}0 {2}done\n {2}1 {2}failed[^\n]*\n {2}2 {2}usage error[^\n]*\n {2}3 {2}`astra daemon status`: no daemon is running\n/m);
     expect(r.stdout).toMatch(/130 when the\s+turn was cancelled/);
     expect(r.stdout).toMatch(/unique prefix of the id \(`ses_` may be left out\)\s+or by a unique\s+title/);
-    for (const c of ['rename <session> <title>', 'archive <session>', 'rm [options] <session>', 'attach [options] [session]']) expect(r.stdout).toContain(c);
+    for (const c of ['rename <session> <title>', 'archive <session>', 'rm [options] <session>', 'log [options] <session>', 'attach [options] [session]']) expect(r.stdout).toContain(c);
   });
 
   it('every command\'s help fits in 100 columns and shows duration defaults as durations', async () => {

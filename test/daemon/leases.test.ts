@@ -36,11 +36,13 @@ function contiguous(list: number[], from = 1): boolean {
   return list.every((s, i) => s === from + i);
 }
 
+/** The commands' output text, with a pseudo-terminal's \r\n line ends read as \n (what is compared here is what arrived, not how lines end). */
 const output = (events: Line[]) =>
   events
     .filter((e) => e.type === 'command.output')
     .map((e) => e.data.data)
-    .join('');
+    .join('')
+    .replace(/\r\n/g, '\n');
 
 /** A controller starts a command that an observer watches, and is SIGKILLed once output flows. */
 async function controllerDiesMidTurn(driver: (name: string) => Promise<Driver>, command: string) {

@@ -163,7 +163,8 @@ describe('crash safety', () => {
     await waitFor('the new turn to end', () => ended.get(t.turnId));
     expect(ended.get(t.turnId)).toBe('completed');
     const out = seen.find((e) => e.type === 'command.output') as SessionEvent<'command.output'>;
-    expect(Buffer.from(out.data.data).toString()).toBe('ok\n');
+    // A pseudo-terminal ends lines with \r\n (pipes, the fallback, with \n).
+    expect(Buffer.from(out.data.data).toString()).toMatch(/^ok\r?\n$/);
     await rt.close();
   });
 

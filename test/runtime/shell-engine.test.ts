@@ -12,11 +12,16 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(opts: { killGraceMs?: number } = {}) {
+/**
+ * `terminal: 'pipes'` for the tests of the pipe contract (stdout and stderr apart, `\n`, a socket
+ * pair's backpressure); the rest run on the default, a pseudo-terminal (command-terminal.test.ts has
+ * the terminal's own contract).
+ */
+async function setup(opts: { killGraceMs?: number; terminal?: 'auto' | 'pipes' } = {}) {
   const dir = tempDir();
   const work = path.join(dir, 'work');
   fs.mkdirSync(work);
-  const rt = await Runtime.open({ dataDir: path.join(dir, 'data'), engines: { shell: createShellEngine({ killGraceMs: opts.killGraceMs ?? 2000 }) } });
+  const rt = await Runtime.open({ dataDir: path.join(dir, 'data'), engines: { shell: createShellEngine({ killGraceMs: opts.killGraceMs ?? 2000, terminal: opts.terminal ?? 'auto' }) } });
   const events: SessionEvent[] = [];
   const ended = new Map<string, string>();
   rt.on('event', (e) => events.push(e));
@@ -65,7 +70,7 @@ describe('shell engine', () => {
       drained: () => drained,
       requestApproval: async () => 'approve',
     };
-    const result = createShellEngine().runTurn(ctx);
+    const result = createShellEngine({ terminal: 'pipes' }).runTurn(ctx);
     cleanups.push(() => {
       if (pid !== undefined && isAlive(pid)) process.kill(pid, 'SIGKILL');
     });
@@ -82,7 +87,7 @@ describe('shell engine', () => {
   });
 
   it('delivers 5 MiB of output complete and in order in chunks of at most LIMITS.maxOutputChunkBytes, coalescing what one loop turn read', async () => {
-    const { rt, work, events, ended } = await setup();
+    const { rt, work, events, ended } = await setup({ terminal: 'pipes' });
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     // 5 MiB of a counting pattern so order mistakes show up as content mismatches.
     const script = `node -e "const b=Buffer.alloc(5*1024*1024);for(let i=0;i<b.length;i++)b[i]=(i*7+(i>>10))&255;process.stdout.write(b)"`;
@@ -117,7 +122,7 @@ describe('shell engine', () => {
   });
 
   it('sends a lone line at once, without waiting for more output, and keeps stdout and stderr apart', async () => {
-    const { rt, work, events, ended } = await setup();
+    const { rt, work, events, ended } = await setup({ terminal: 'pipes' });
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     const fifo = path.join(work, 'go');
     execFileSync('mkfifo', [fifo]);
@@ -133,7 +138,7 @@ describe('shell engine', () => {
   });
 
   it('reports exit codes, stderr and a non-zero exit as a completed turn', async () => {
-    const { rt, work, events, ended } = await setup();
+    const { rt, work, events, ended } = await setup({ terminal: 'pipes' });
     const s = await rt.createSession({ cwd: work, approvalPolicy: 'auto' });
     const { turnId } = await rt.startTurn(s.id, { text: 'echo oops >&2; exit 3' }, 'k1');
     await waitFor('turn end', () => ended.get(turnId));

@@ -42,6 +42,8 @@ export class RawScreen {
   private active = false;
   /** The program is on the alternate screen (the last switch it made). */
   private alternate = false;
+  /** atLineStart of the normal screen while the program is on the alternate one. */
+  private normalAtLineStart = true;
 
   /** `tty`: stdout is a terminal (without one there is no region, no status line and nothing to restore). */
   constructor(private readonly tty: boolean) {}
@@ -89,8 +91,9 @@ export class RawScreen {
     const lines = s.scrollback === '' ? [] : s.scrollback.split('\n');
     if (this.tty) {
       let head = lines.map((l) => `${visible(l)}\r\n`).join('');
-      // Scroll the region's rows up and out, so the snapshot draws on an empty region from its top.
-      head += '\r\n'.repeat(this.programSize(this.cols, this.rows).rows) + '\x1b[H\x1b[0m';
+      // Scroll what the region shows up and out (into the terminal's scrollback: the cursor is on an
+      // empty row at the start of a line), then clear it, so the snapshot draws on an empty region.
+      head += '\r\n'.repeat(Math.max(0, this.programSize(this.cols, this.rows).rows - 1)) + '\x1b[0m\x1b[H\x1b[J';
       parts.push(Buffer.from(head));
     } else if (lines.length) parts.push(Buffer.from(lines.join('\n') + '\n'));
     parts.push(this.output(s.data));
@@ -135,7 +138,8 @@ export class RawScreen {
     if (!this.active) return '';
     this.active = false;
     if (!this.tty) return this.atLineStart ? '' : '\n';
-    const out = this.restoreBytes() + (this.atLineStart ? '' : '\r\n');
+    const atLineStart = this.alternate ? this.normalAtLineStart : this.atLineStart;
+    const out = this.restoreBytes() + (atLineStart ? '' : '\r\n');
     this.guard = undefined;
     return out;
   }
@@ -167,17 +171,103 @@ export class RawScreen {
     if (b.indexOf(PRIVATE_MODE) >= 0) {
       // eslint-disable-next-line no-control-regex
       for (const m of b.toString('latin1').matchAll(/\x1b\[\?([\d;]+)([hl])/g)) {
-        if (/(^|;)(1049|1047|47)(;|$)/.test(m[1]!)) this.alternate = m[2] === 'h';
+        if (!/(^|;)(1049|1047|47)(;|$)/.test(m[1]!)) continue;
+        const on = m[2] === 'h';
+        if (on && !this.alternate) this.normalAtLineStart = this.atLineStart;
+        if (!on && this.alternate) this.atLineStart = this.normalAtLineStart;
+        this.alternate = on;
       }
     }
     const tail = b.subarray(Math.max(0, b.length - 256)).toString('latin1');
-    if (/\x1b\[\?(?:1049|1047|47)l$/.test(tail)) {
-      // Back from the alternate screen: the cursor is where it was before, at the start of a line.
-      this.atLineStart = true;
-      return;
-    }
+    // Back from the alternate screen: where the normal screen's cursor was is known already.
+    if (/\x1b\[\?(?:1049|1047|47)l$/.test(tail)) return;
     const text = tail.replace(TRAILING_CSI, '');
     if (text.length > 0) this.atLineStart = text.endsWith('\n');
+  }
+}
+
+export interface UserTerminalHooks {
+  data(d: Buffer): void;
+  /** stdin ended. */
+  end(): void;
+  /** SIGTERM: leave as detaching does. */
+  term(): void;
+  /** SIGHUP: the window was closed; nothing more can be written. */
+  hangup(): void;
+  /** stdin or stdout failed as a vanished terminal does (EIO, EPIPE, ENXIO). */
+  gone(code: string): void;
+  /** What puts the terminal back, written synchronously if the process exits or crashes. */
+  emergencyBytes(): string;
+}
+
+/**
+ * The user's terminal as a process sees it: raw mode, keys, signals, and the last-resort restore
+ * when the process exits or crashes while a program had the screen.
+ */
+export class UserTerminal {
+  private readonly stops: (() => void)[] = [];
+
+  constructor(
+    private readonly io: { stdin: NodeJS.ReadStream; stdout: NodeJS.WriteStream },
+    private readonly hooks: UserTerminalHooks,
+  ) {}
+
+  /**
+   * Leaving by signal or a vanished terminal. SIGHUP (the window was closed) is a normal way to
+   * leave, like Ctrl-D: control is released at once rather than held for the grace period.
+   */
+  watch(): void {
+    const h = this.hooks;
+    const onGone = (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EIO' || e.code === 'EPIPE' || e.code === 'ENXIO') h.gone(e.code);
+    };
+    process.on('SIGTERM', () => h.term());
+    process.on('SIGHUP', () => h.hangup());
+    this.io.stdout.on('error', onGone);
+    this.io.stdin.on('error', onGone);
+    // These handlers stay until the process exits (leaving runs once: later calls do nothing). The
+    // error handlers: late errors of a closed terminal must not crash a process on its way out. The
+    // signal handlers: proper-lockfile (loaded when this process started the daemon) brings
+    // signal-exit, which re-raises a signal that no other listener takes — removing ours at the start
+    // of leaving would let a SIGHUP kill the process before it released control.
+    this.stops.push(installRestoreHooks(() => h.emergencyBytes(), () => this.rawMode(false)));
+  }
+
+  startInput(): void {
+    const stdin = this.io.stdin;
+    if (stdin.isTTY) {
+      this.rawMode(true);
+      this.stops.push(() => this.rawMode(false));
+    } else {
+      // Without raw mode the terminal (or the parent) turns Ctrl-C into SIGINT. Kept until exit,
+      // for the reason watch() gives; after leaving, keys do nothing.
+      process.on('SIGINT', () => this.hooks.data(Buffer.from([3])));
+    }
+    const onData = (d: Buffer | string) => this.hooks.data(typeof d === 'string' ? Buffer.from(d) : d);
+    const onEnd = () => this.hooks.end();
+    stdin.on('data', onData);
+    stdin.on('end', onEnd);
+    stdin.resume();
+    this.stops.push(() => {
+      stdin.off('data', onData);
+      stdin.off('end', onEnd);
+      stdin.pause();
+    });
+  }
+
+  /** Input off, raw mode off, the exit hooks removed (the view has put the terminal back itself). */
+  stop(): void {
+    for (const s of this.stops.splice(0).reverse()) s();
+  }
+
+  private rawMode(on: boolean): void {
+    const stdin = this.io.stdin;
+    if (!stdin.isTTY) return;
+    try {
+      stdin.setRawMode(on);
+    } catch {
+      // the terminal is gone
+    }
   }
 }
 
@@ -185,7 +275,7 @@ export class RawScreen {
  * Puts the user's terminal back if the process exits or crashes while a program had the screen:
  * `bytes()` says what to write (synchronously — nothing async runs at exit). Returns the remover.
  */
-export function installRestoreHooks(bytes: () => string, restoreInput: () => void): () => void {
+function installRestoreHooks(bytes: () => string, restoreInput: () => void): () => void {
   const write = () => {
     const b = bytes();
     restoreInput();

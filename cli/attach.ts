@@ -20,10 +20,11 @@
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
 import { AttachControl } from './attach-control.js';
-import { DEFAULT_PREFIX_KEY, InputSender, parsePrefixKey } from './attach-input.js';
+import { DEFAULT_PREFIX_KEY, parsePrefixKey } from './attach-input.js';
+import { ProgramTerminal } from './attach-program.js';
 import { AttachKeys, type KeyHost } from './attach-keys.js';
 import { screenStatus, statusFooter } from './attach-status.js';
-import { installRestoreHooks, type ScreenImage } from './attach-terminal.js';
+import { UserTerminal, type ScreenImage } from './attach-terminal.js';
 import { AttachView } from './attach-view.js';
 import { renderEvent } from './event-render.js';
 import { paint } from './output.js';
@@ -82,11 +83,10 @@ class Attach implements KeyHost {
   private title: string;
   readonly control: AttachControl;
   private readonly keys: AttachKeys;
-  private readonly sender: InputSender;
+  private readonly program: ProgramTerminal;
+  private readonly terminal: UserTerminal;
   runningTurnId: string | undefined;
   cancelRequested = false;
-  /** The command that runs in a pseudo-terminal and has the screen. */
-  private screenTurn: { turnId: string; command: string } | undefined;
   private connection: 'connected' | 'reconnecting' | 'stopped' = 'connected';
   private live = false;
   private historyNoted = false;
@@ -108,21 +108,24 @@ class Attach implements KeyHost {
   ) {
     const tty = Boolean(io.stdout.isTTY);
     const color = tty && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
-    this.view = new AttachView(io.stdout, tty, color, () => this.onResize());
+    this.view = new AttachView(io.stdout, tty, color, () => {
+      this.program.sendSize();
+      this.refresh();
+    });
     this.id = session.id;
     this.title = session.title;
     this.runningTurnId = session.runningTurnId;
     this.control = new AttachControl(this, session);
     this.keys = new AttachKeys(this, prefix);
-    this.sender = new InputSender({
-      send: async (turnId, data) => {
-        await this.client.command.input({ sessionId: this.id, turnId, data });
-      },
-      refused: (e) => {
-        // A turn that ended meanwhile takes the keys typed after it: nothing to say.
-        if (isAstraError(e, 'not_controller') || isAstraError(e, 'stale_epoch')) this.hint('your keys were not sent: this terminal no longer controls the session', true);
-      },
+    this.terminal = new UserTerminal(io, {
+      data: (d) => this.keys.feed(d),
+      end: () => this.detach('end of input'),
+      term: () => this.detach('received SIGTERM'),
+      hangup: () => this.detach('the terminal closed (SIGHUP)', true),
+      gone: (code) => this.detach(`the terminal went away (${code})`, true),
+      emergencyBytes: () => this.view.emergencyBytes(),
     });
+    this.program = new ProgramTerminal(this);
   }
 
   get isController(): boolean {
@@ -142,14 +145,14 @@ class Attach implements KeyHost {
   }
 
   get screenTurnId(): string | undefined {
-    return this.screenTurn?.turnId;
+    return this.program.turnId;
   }
 
   async run(): Promise<number> {
     const done = new Promise<number>((resolve) => (this.finished = resolve));
     this.wireClient();
-    this.watchTerminal();
-    this.cleanups.push(installRestoreHooks(() => this.view.emergencyBytes(), () => this.rawMode(false)));
+    this.terminal.watch();
+    this.cleanups.push(() => this.terminal.stop());
     // The handler goes in before acquiring: a grant re-offers pending approvals at once.
     this.cleanups.push(this.client.onApproval((req) => this.control.onApprovalRequest(req)));
     if (!this.opts.observe) await this.control.tryAcquire(Boolean(this.opts.take), true);
@@ -159,12 +162,15 @@ class Attach implements KeyHost {
       screen: true,
       historyLines: HISTORY_LINES,
       onEvent: (e) => this.onEvent(e),
-      onScreen: (s) => this.onScreen(s),
+      onScreen: (s) => {
+        this.program.snapshot(s);
+        this.refresh();
+      },
       onReplayed: (_through: number, info?: { historyFromSeq?: number }) => {
         if (info?.historyFromSeq !== undefined) this.noteHistory();
         if (!this.live && !this.view.screenMode) this.view.line(paint(this.view.color, 'dim', '── live ──'));
         this.live = true;
-        this.sendResize();
+        this.program.sendSize();
         this.refresh();
       },
       onEnd: (err) => {
@@ -177,7 +183,8 @@ class Attach implements KeyHost {
       await this.end(1, [`astra: could not watch ${this.id}: ${e instanceof Error ? e.message : String(e)}`]);
       return done;
     }
-    this.startInput();
+    this.terminal.startInput();
+    this.view.startInput();
     return done;
   }
 
@@ -216,7 +223,6 @@ class Attach implements KeyHost {
     if (!this.sawEvent && event.seq > 1) this.noteHistory();
     this.sawEvent = true;
     const previousHolder = this.control.controller;
-    const screen = this.screenTurn;
     switch (event.type) {
       case 'session.created':
         this.title = event.data.title;
@@ -228,19 +234,16 @@ class Attach implements KeyHost {
         this.runningTurnId = event.data.turnId;
         this.cancelRequested = false;
         // The daemon keeps the size for the turn's command: sent before it starts, it starts right.
-        this.sendResize();
+        this.program.sendSize();
         break;
       case 'command.output':
-        if (screen?.turnId === event.data.turnId) {
-          this.view.screenOutput(event.data.data);
-          return;
-        }
+        if (this.program.output(event.data.turnId, event.data.data)) return;
         break;
       case 'command.completed':
-        if (screen?.turnId === event.data.turnId) this.leaveScreen();
+        this.program.ended(event.data.turnId);
         break;
       case 'turn.completed':
-        if (screen?.turnId === event.data.turnId) this.leaveScreen();
+        this.program.ended(event.data.turnId);
         if (this.runningTurnId === event.data.turnId) this.runningTurnId = undefined;
         this.cancelRequested = false;
         break;
@@ -254,28 +257,13 @@ class Attach implements KeyHost {
       } else if (r.kind === 'line') this.view.line(r.text);
       else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
-    if (event.type === 'command.started' && event.data.tty) this.enterScreen(event.data.turnId, event.data.command);
+    if (event.type === 'command.started' && event.data.tty) this.program.started(event.data.turnId, event.data.command);
     this.refresh();
   }
 
-  /** The current screen of the command running when this terminal attached (then its live bytes). */
-  private onScreen(s: ScreenImage & { turnId: string }): void {
-    if (this.screenTurn?.turnId !== s.turnId) this.enterScreen(s.turnId, this.screenTurn?.command ?? '');
-    this.view.screenSnapshot(s);
-    this.refresh();
-  }
-
-  private enterScreen(turnId: string, command: string): void {
-    this.screenTurn = { turnId, command };
-    this.view.enterScreen();
-    this.sendResize();
-  }
-
-  private leaveScreen(): void {
-    this.screenTurn = undefined;
+  /** The program gave the screen back. */
+  left(): void {
     this.keys.router.disarm();
-    this.sender.clear();
-    this.view.leaveScreen();
   }
 
   private noteHistory(): void {
@@ -284,25 +272,8 @@ class Attach implements KeyHost {
     this.view.line(paint(this.view.color, 'dim', `astra: earlier history is not shown here: \`astra log ${this.id}\` prints all of it`));
   }
 
-  // ---- the program's terminal ----
-
   sendToProgram(turnId: string, data: Buffer): void {
-    this.sender.write(turnId, data);
-  }
-
-  /** The controller tells the daemon its size (less the status row) for the running turn's command. */
-  sendResize(): void {
-    const turnId = this.screenTurn?.turnId ?? this.runningTurnId;
-    if (!this.live || !this.isController || !turnId || !this.view.tty) return;
-    const { cols, rows } = this.view.programSize();
-    this.client.command.resize({ sessionId: this.id, turnId, cols, rows }).catch(() => {
-      // The turn ended meanwhile, or control moved: the next command gets the size then.
-    });
-  }
-
-  private onResize(): void {
-    this.sendResize();
-    this.refresh();
+    this.program.write(turnId, data);
   }
 
   // ---- turns ----
@@ -341,7 +312,7 @@ class Attach implements KeyHost {
 
   cancelTurn(): void {
     this.cancelRequested = true;
-    this.notice(`cancelling the turn… (${this.screenTurn ? `${this.keys.prefix.name} d` : 'Ctrl-C again'} detaches; the turn then keeps going until it stops)`, 'yellow');
+    this.notice(`cancelling the turn… (${this.program.turnId ? `${this.keys.prefix.name} d` : 'Ctrl-C again'} detaches; the turn then keeps going until it stops)`, 'yellow');
     this.refresh();
     this.client.turn.cancel({ sessionId: this.id, ...(this.runningTurnId ? { turnId: this.runningTurnId } : {}) }).catch((e: unknown) => {
       this.notice(`could not cancel: ${e instanceof Error ? e.message : String(e)}`, 'red');
@@ -351,7 +322,7 @@ class Attach implements KeyHost {
   take(): void {
     if (this.opts.observe) this.hint(`this terminal is read-only (--observe); to control the session, detach and run \`astra attach ${this.id}\``, true);
     else if (this.isController) this.hint('you already control this session', true);
-    else void this.control.tryAcquire(true, false).then(() => this.sendResize());
+    else void this.control.tryAcquire(true, false).then(() => this.program.sendSize());
   }
 
   answerApproval(decision: 'approve' | 'deny'): void {
@@ -363,62 +334,7 @@ class Attach implements KeyHost {
     this.refresh();
   }
 
-  // ---- the user's terminal ----
-
-  private rawMode(on: boolean): void {
-    const stdin = this.io.stdin;
-    if (!stdin.isTTY) return;
-    try {
-      stdin.setRawMode(on);
-    } catch {
-      // the terminal is gone
-    }
-  }
-
-  private startInput(): void {
-    const stdin = this.io.stdin;
-    if (stdin.isTTY) {
-      this.rawMode(true);
-      this.cleanups.push(() => this.rawMode(false));
-    } else {
-      // Without raw mode the terminal (or the parent) turns Ctrl-C into SIGINT.
-      // Kept until exit, for the reason watchTerminal gives; after leaving, keys do nothing.
-      process.on('SIGINT', () => this.keys.feed(Buffer.from([3])));
-    }
-    this.view.startInput();
-    const onData = (d: Buffer | string) => this.keys.feed(typeof d === 'string' ? Buffer.from(d) : d);
-    const onEnd = () => void this.detach('end of input');
-    stdin.on('data', onData);
-    stdin.on('end', onEnd);
-    stdin.resume();
-    this.cleanups.push(() => {
-      stdin.off('data', onData);
-      stdin.off('end', onEnd);
-      stdin.pause();
-    });
-  }
-
-  /**
-   * Leaving by signal or a vanished terminal. SIGHUP (the window was closed) is a normal way to
-   * leave, like Ctrl-D: control is released at once rather than held for the grace period. Then
-   * the terminal is gone, so nothing more is written to it (a write would fail with EIO).
-   */
-  private watchTerminal(): void {
-    const onTerm = () => void this.detach('received SIGTERM');
-    const onHup = () => void this.detach('the terminal closed (SIGHUP)', true);
-    const onGone = (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EIO' || e.code === 'EPIPE' || e.code === 'ENXIO') void this.detach(`the terminal went away (${e.code})`, true);
-    };
-    process.on('SIGTERM', onTerm);
-    process.on('SIGHUP', onHup);
-    this.io.stdout.on('error', onGone);
-    this.io.stdin.on('error', onGone);
-    // These handlers stay until the process exits (detach runs once: later calls do nothing). The
-    // error handlers: late errors of a closed terminal must not crash a process on its way out. The
-    // signal handlers: proper-lockfile (loaded when this process started the daemon) brings
-    // signal-exit, which re-raises a signal that no other listener takes — removing ours at the start
-    // of leaving would let a SIGHUP kill the process before it released control.
-  }
+  // ---- hints ----
 
   observerHint(always: boolean): void {
     if (this.opts.observe) {
@@ -469,8 +385,9 @@ class Attach implements KeyHost {
       input: '',
       editor: me && !approvalAsked && !this.daemonStopped ? this.keys.editor : undefined,
     } as const;
-    if (this.view.screenMode && this.screenTurn) {
-      const s = screenStatus({ ...state, prefix: this.keys.prefix.name, prefixArmed: this.keys.router.prefixArmed, note: this.note?.text, command: this.screenTurn.command });
+    const command = this.program.command;
+    if (this.view.screenMode && command !== undefined) {
+      const s = screenStatus({ ...state, prefix: this.keys.prefix.name, prefixArmed: this.keys.router.prefixArmed, note: this.note?.text, command });
       this.view.setScreenStatus(s.text, s.colour);
     }
     this.view.setFooter(statusFooter(state, this.view.color));

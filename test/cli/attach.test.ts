@@ -112,25 +112,30 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     await tmux.waitStatus('a', /you control this session/);
     tmux.type('a', `echo first; while [ ! -e ${go} ]; do sleep 0.05; done; echo second`, true);
     await tmux.waitScreen('a', /^first$/m);
-    await tmux.waitStatus('a', /turn running/);
-    tmux.key('a', 'C-d');
-    await tmux.waitScreen('a', /detached from ses_\w+ \(Ctrl-D\); the turn keeps running[\s\S]*\[exited 0\]/);
+    // "turn running" on the input line's footer; "running <command>" while a pseudo-terminal has the screen.
+    await tmux.waitStatus('a', /turn running| │ running echo first/);
+    // The prefix key detaches whether the command has a terminal (where Ctrl-D is the program's) or pipes.
+    tmux.key('a', 'C-]');
+    tmux.type('a', 'd');
+    await tmux.waitScreen('a', /detached from ses_\w+ \(Ctrl-\] d\); the turn keeps running[\s\S]*\[exited 0\]/);
 
     const s = await sessionJson(env, id);
     expect(s.runningTurnId).toEqual(expect.any(String));
     expect(s.controller).toBeNull(); // released on detach, not left in grace
 
     tmux.start('b', ['attach', id]);
-    const replayed = await tmux.waitScreen('b', /── live ──/);
+    // Live: "── live ──" after the replay on pipes; the status line while the command has the screen.
+    await tmux.waitStatus('b', /you control this session │ turn running │ Ctrl|^ you control │ running echo first[^│]*│ keys/);
+    const replayed = tmux.screen('b');
     expect(replayed).toMatch(/session created: "long"/);
     expect(replayed).toMatch(/❯ echo first;/);
     expect(replayed).toMatch(/^first$/m);
     expect(replayed).not.toMatch(/^second$/m);
-    await tmux.waitStatus('b', /you control this session │ turn running/);
 
     fs.writeFileSync(go, '');
     const screen = await tmux.waitScreen('b', /turn completed \(exit 0\)/);
-    expect(screen).toMatch(/^first$[\s\S]*── live ──[\s\S]*^second$/m);
+    expect(screen).toMatch(/^first$[\s\S]*^second$/m);
+    expect(screen.match(/^first$/gm)).toHaveLength(1);
     await tmux.waitStatus('b', /│ idle │/);
 
     // Ctrl-C with nothing running and an empty line detaches too.
@@ -139,7 +144,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     await waitFor('the daemon to see no subscriber', async () => (await sessionJson(env, id)).observers === 0);
   });
 
-  it('Ctrl-C cancels the running turn, --observe never takes control, --take does', async () => {
+  it('Ctrl-] c cancels the running turn, --observe never takes control, --take does', async () => {
     const { env, tmux } = setup();
     const id = await newSession(env);
 
@@ -152,7 +157,9 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     await tmux.waitScreen('a', /\[y\/n\]/);
     tmux.type('a', 'y');
     await tmux.waitScreen('a', /^begin$/m);
-    tmux.key('a', 'C-c');
+    // The prefix key cancels whether the command has a terminal (where Ctrl-C is the program's) or pipes.
+    tmux.key('a', 'C-]');
+    tmux.type('a', 'c');
     await tmux.waitScreen('a', /cancelling the turn/);
     await tmux.waitScreen('o', /turn cancelled/);
     await tmux.waitStatus('a', /│ idle │/);

@@ -39,10 +39,29 @@ export class Tmux {
     return this.run(['capture-pane', '-p', '-J', '-S', '-', '-t', name]).replace(/\s+$/, '');
   }
 
-  /** The status line: the line above the prompt at the bottom of the visible screen. */
+  /**
+   * The status line: while a command has the screen, the last row of the pane; otherwise the line
+   * above the prompt at the bottom of the visible screen.
+   */
   statusLine(name: string): string {
-    const lines = this.run(['capture-pane', '-p', '-t', name]).split('\n').filter((l) => l.trim() !== '');
+    const rows = this.visibleRows(name);
+    const last = rows[rows.length - 1] ?? '';
+    if (last.startsWith(' ') && last.includes(' │ ')) return last;
+    const lines = rows.filter((l) => l.trim() !== '');
     return lines[lines.length - 2] ?? '';
+  }
+
+  /** The rows of the visible screen, blank ones included (as many as the pane is high). */
+  visibleRows(name: string): string[] {
+    const height = Number(this.run(['display', '-p', '-t', name, '#{pane_height}']).trim());
+    const rows = this.run(['capture-pane', '-p', '-t', name]).replace(/\n$/, '').split('\n');
+    while (rows.length < height) rows.push('');
+    return rows;
+  }
+
+  /** A tmux format of the pane, e.g. '#{mouse_any_flag} #{alternate_on}'. */
+  format(name: string, fmt: string): string {
+    return this.run(['display', '-p', '-t', name, fmt]).trim();
   }
 
   /** Types text literally (no key names), then optionally presses Enter. */

@@ -1,0 +1,192 @@
+// `astra attach` as a terminal (issue 17), in real terminals (tmux) on a real daemon whose commands
+// run in pseudo-terminals: the controller types into programs, observers watch them live, the
+// prefix key gets Astra's keys, the status line stays on the last row, and the pane's modes are put
+// back when a program ends or attach is killed. Each test: its own ASTRA_HOME and tmux server.
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { Tmux } from './tmux.js';
+
+const skipTmux = skipWithout(TMUX);
+/** Any mouse tracking, the alternate screen, a visible cursor. */
+const MODES = '#{mouse_any_flag} #{alternate_on} #{cursor_flag}';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup(): { env: NodeJS.ProcessEnv; tmux: Tmux } {
+  const home = makeHome('atty');
+  // Pseudo-terminals for every command (until they are the daemon's default).
+  const env = envFor(home, { ASTRA_TERMINAL: 'auto' });
+  const tmux = new Tmux(env);
+  cleanups.push(() => cleanupHome(home));
+  cleanups.push(() => tmux.destroy());
+  return { env, tmux };
+}
+
+async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<string> {
+  const r = await runCli(['new', '--approval', 'auto', ...args], env);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout.trim();
+}
+
+async function controllerPid(env: NodeJS.ProcessEnv, id: string): Promise<number> {
+  const r = await runCli(['sessions', '--json'], env);
+  const s = (JSON.parse(r.stdout) as { id: string; controller: { pid: number } | null }[]).find((x) => x.id === id);
+  expect(s?.controller?.pid).toEqual(expect.any(Number));
+  return s!.controller!.pid;
+}
+
+/** The last row of the pane, as a regexp must find it there. */
+async function waitLastRow(tmux: Tmux, pane: string, pattern: RegExp, timeoutMs = 15_000): Promise<string[]> {
+  try {
+    return await waitFor(`${pattern} on the last row of ${pane}`, () => {
+      const rows = tmux.visibleRows(pane);
+      return pattern.test(rows[rows.length - 1] ?? '') ? rows : undefined;
+    }, timeoutMs);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- pane ${pane} ---\n${tmux.visibleRows(pane).join('\n')}`);
+  }
+}
+
+describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
+  it('the controller types into cat and sees the echo, the observer sees it live and is refused with a hint, Ctrl-] c cancels', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--title', 'cat']);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', id]);
+    await tmux.waitStatus('b', /^ observing │/);
+
+    tmux.type('a', 'cat', true);
+    await waitLastRow(tmux, 'a', /^ you control │ running cat │ keys go to the program · Ctrl-\] c cancel/);
+    await waitLastRow(tmux, 'b', /^ observing │ running cat │ Ctrl-\] t \(or Ctrl-T\) take/);
+    tmux.type('a', 'hello from the keyboard', true);
+    // The terminal's echo and cat's copy: the line twice, on both screens.
+    for (const pane of ['a', 'b']) await tmux.waitScreen(pane, /^hello from the keyboard\nhello from the keyboard$/m);
+    // Ctrl-D is the program's too: cat gets end of input from its terminal... after one more line.
+    tmux.type('a', 'partial');
+    await tmux.waitScreen('b', /^hello from the keyboard\npartial$/m);
+
+    tmux.type('b', 'sneaky', true);
+    await waitLastRow(tmux, 'b', /astra: you are observing \(astra attach \(pid \d+\) controls this session\): press Ctrl-T/);
+    expect(tmux.screen('a')).not.toMatch(/sneaky/);
+
+    tmux.key('a', 'C-]');
+    await waitLastRow(tmux, 'a', /Ctrl-\] pressed: c cancel · d detach · t take/);
+    tmux.type('a', 'c');
+    for (const pane of ['a', 'b']) await tmux.waitScreen(pane, /turn cancelled/);
+    await tmux.waitStatus('a', /^ you control this session │ idle │/);
+    // Back on the input line: the next turn runs.
+    tmux.type('a', 'echo after cat', true);
+    await tmux.waitScreen('b', /^after cat$/m);
+  });
+
+  it('a python3 REPL evaluates 1+1 typed by the controller, and the observer screen shows 2; Ctrl-] Ctrl-C cancels', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.start('b', ['attach', '--observe', id]);
+    await tmux.waitStatus('b', /^ observing \(read-only\)/);
+    tmux.type('a', 'python3 -q', true);
+    await tmux.waitScreen('a', /^>>> $/m);
+    tmux.type('a', '6*7', true);
+    await tmux.waitScreen('a', /^42$/m);
+    tmux.type('a', '1+1', true);
+    await tmux.waitScreen('b', /^>>> 1\+1\n2\n>>>/m);
+    // Ctrl-C goes to the program: Python prints KeyboardInterrupt and stays.
+    tmux.key('a', 'C-c');
+    await tmux.waitScreen('a', /KeyboardInterrupt/);
+    await waitLastRow(tmux, 'a', /running python3 -q/);
+    tmux.key('a', 'C-]');
+    tmux.key('a', 'C-c');
+    await tmux.waitScreen('b', /turn cancelled/);
+    await tmux.waitStatus('a', /│ idle │/);
+  });
+
+  it('keeps the status line on the last row while output scrolls, and a partial line and a \\r progress bar show right live', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', 'for i in $(seq 1 150); do echo "line $i"; done; printf "Downloading... "; sleep 1; echo done; printf "10%%\\r50%%\\r100%%\\n"; sleep 30', true);
+    await tmux.waitScreen('a', /^100%$/m);
+    const rows = await waitLastRow(tmux, 'a', /^ you control │ running for i in/);
+    expect(rows).toHaveLength(40);
+    const shown = rows.filter((r) => r.trim() !== '');
+    expect(shown.slice(-5, -1)).toEqual(['line 149', 'line 150', 'Downloading... done', '100%']);
+    // What scrolled off went into the pane's own scrollback, in order, once.
+    const all = tmux.screen('a');
+    expect(all).toMatch(/^line 1\n(line \d+\n)+line 150\nDownloading\.\.\. done\n100%$/m);
+    expect(all.match(/^line 75$/gm)).toHaveLength(1);
+    tmux.key('a', 'C-]');
+    tmux.type('a', 'c');
+    await tmux.waitStatus('a', /│ idle │/);
+  });
+
+  it('after a program turns on mouse tracking and the alternate screen and exits, the pane\'s modes are off and its title unchanged', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    const title = tmux.format('a', '#{pane_title}');
+    tmux.type('a', String.raw`printf '\033[?1049h\033[?1002h\033[?1006h\033[?2004h\033[?25l\033]2;EVIL\007full screen'; sleep 1`, true);
+    await waitFor('the program\'s modes on the pane', () => tmux.format('a', MODES) === '1 1 0' || undefined);
+    await tmux.waitScreen('a', /turn completed \(exit 0\)/);
+    expect(tmux.format('a', MODES)).toBe('0 0 1');
+    expect(tmux.format('a', '#{pane_title}')).toBe(title);
+    await tmux.waitStatus('a', /^ you control this session │ idle │/);
+  });
+
+  it('attach killed with SIGTERM while a program has the screen leaves the pane\'s modes off', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', String.raw`printf '\033[?1049h\033[?1000h\033[?25l'; sleep 30`, true);
+    await waitFor('the program\'s modes on the pane', () => tmux.format('a', MODES) === '1 1 0' || undefined);
+    process.kill(await controllerPid(env, id), 'SIGTERM');
+    await tmux.waitScreen('a', /detached from ses_\w+ \(received SIGTERM\); the turn keeps running[\s\S]*\[exited 0\]/);
+    expect(tmux.format('a', MODES)).toBe('0 0 1');
+    // The region is the whole pane again: the last row is not kept for a status line.
+    expect(tmux.visibleRows('a').filter((r) => / │ /.test(r))).toEqual([]);
+    await runCli(['cancel', id], env);
+  });
+});
+
+describe.skipIf(skipTmux)('astra attach: widths', () => {
+  it('a CJK and emoji title lays out on one status row, and the input line edits whole characters', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env, ['--title', '会话标题很长的名字 🚀🚀 emoji 日本語のタイトル']);
+    tmux.start('a', ['attach', id], {}, 110);
+    const status = await tmux.waitStatus('a', /you control this session │ idle │ Ctrl-D/);
+    const rows = tmux.visibleRows('a').filter((r) => r.trim() !== '');
+    // The status row is followed at once by the prompt: it did not wrap.
+    expect(rows[rows.length - 1]).toMatch(/^❯/);
+    // The title cut at 24 columns (CJK and emoji count two), the whole line within the pane.
+    expect(status).toMatch(/ses_\w+ "会话标题很长的名字 🚀🚀…"$/);
+    tmux.type('a', '你好👍🏽x');
+    await tmux.waitScreen('a', /❯ 你好👍🏽x$/);
+    tmux.key('a', 'BSpace');
+    tmux.key('a', 'BSpace');
+    await tmux.waitScreen('a', /❯ 你好$/);
+    tmux.key('a', 'Left');
+    tmux.type('a', '们');
+    await tmux.waitScreen('a', /❯ 你们好$/);
+    tmux.key('a', 'C-a');
+    tmux.type('a', 'echo ');
+    tmux.key('a', 'Enter');
+    await tmux.waitScreen('a', /^你们好$/m);
+    await tmux.waitStatus('a', /│ idle │/);
+    // In the status line of a running program too.
+    tmux.type('a', 'sleep 30', true);
+    const last = (await waitLastRow(tmux, 'a', /running sleep 30/)).at(-1)!;
+    expect(last).toMatch(/…$/);
+    tmux.key('a', 'C-]');
+    tmux.type('a', 'c');
+    await tmux.waitStatus('a', /│ idle │/);
+  });
+});

@@ -91,7 +91,7 @@ class TmuxServer {
 // ---- astra ----
 
 class AstraSide {
-  readonly daemon = new DaemonProc({ ASTRA_TERMINAL: process.env.ASTRA_TERMINAL ?? 'auto' });
+  readonly daemon = new DaemonProc();
 
   async start(): Promise<void> {
     await this.daemon.start();

@@ -45,9 +45,8 @@ export function sharedDaemon(extraEnv: Record<string, string> = {}): Daemon {
   beforeAll(async () => {
     d.home = makeHome('ate');
     d.env = envFor(d.home, { ASTRA_IDLE_TIMEOUT_MS: '0', ...extraEnv });
-    // Pseudo-terminals, unless a file asks otherwise. TODO(issue 17): leave ASTRA_TERMINAL unset once
-    // pseudo-terminals are the default (the screen branch), so that these tests check the default.
-    if (!('ASTRA_TERMINAL' in extraEnv)) d.env.ASTRA_TERMINAL = 'auto';
+    // The default (pseudo-terminals) is what these tests are about, unless a file asks otherwise.
+    if (!('ASTRA_TERMINAL' in extraEnv)) delete d.env.ASTRA_TERMINAL;
     const r = await runCli(['daemon', 'start'], d.env, 30_000);
     if (r.code !== 0) throw new Error(`astra daemon start exited with ${r.code}: ${r.stderr}`);
   });

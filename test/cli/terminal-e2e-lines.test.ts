@@ -4,10 +4,11 @@
 // every frame, and an observer's typing is refused with a hint while the controller's reaches the
 // program. One daemon for the file; each test its own session and tmux server.
 import { describe, expect, it } from 'vitest';
-import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { TMUX, TOP, skipWithout } from '../helpers/system-tools.js';
 import { UI, newSession, sharedDaemon, tmuxFor } from './terminal-e2e-harness.js';
 
 const skip = skipWithout(TMUX);
+const skipTop = skip || skipWithout(TOP);
 
 describe.skipIf(skip)('command output in attached panes', () => {
   const d = sharedDaemon();
@@ -78,7 +79,7 @@ describe.skipIf(skip)('command output in attached panes', () => {
     await t.waitScreen('a', UI.turnCancelled);
   });
 
-  it('attaching while top runs shows top\'s current screen from the first row, with the modes top set', async () => {
+  it.skipIf(skipTop)('attaching while top runs shows top\'s current screen from the first row, with the modes top set', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'top');
     t.attach('a', id);

@@ -39,6 +39,9 @@ export function vimCommand(): string | undefined {
 
 export const VIM: SystemTool = { name: 'vim', pkg: 'vim-tiny', probe: () => vimCommand() !== undefined };
 
+/** top, from Debian's procps (not in every minimal image). */
+export const TOP: SystemTool = { name: 'top', pkg: 'procps', probe: () => runs('top', ['-V']) };
+
 const checked = new Map<SystemTool, boolean>();
 
 /**

@@ -364,29 +364,78 @@ async function throughputAstra(rec: Recorder, log: Log): Promise<void> {
     const [ctl, obs] = await astra.pair(id);
     terms.push(ctl, obs);
     recordSeq(rec, 'astra', await seqThroughput(ctl, obs, astra.daemon.pid), log);
-    // How long the command itself took in the daemon (command.started → command.exited), for comparison.
-    const c = await astra.daemon.client('bench-terminal-probe');
-    try {
-      const events = [];
-      for (let since = 0; ; ) {
-        const page = await c.session.read({ sessionId: id, sinceSeq: since, limit: 1000 });
-        events.push(...page.events);
-        if (page.nextSeq === undefined || page.events.length === 0) break;
-        since = page.events[page.events.length - 1]!.seq;
-      }
-      const started = events.find((e) => e.type === 'command.started');
-      const ended = events.find((e) => e.type === 'turn.completed');
-      if (started && ended) {
-        rec.record('terminal.seqDaemonMs', 'astra', ended.ts - started.ts);
-        log(`  astra    the command in the daemon: command.started → turn.completed ${ended.ts - started.ts} ms`);
-      }
-    } finally {
-      await c.close();
-    }
+    // How long the command itself took in the daemon (command.started → turn.completed), for comparison.
+    const ms = await commandMs(astra, id);
+    rec.record('terminal.seqDaemonMs', 'astra', ms);
+    log(`  astra    the command in the daemon: command.started → turn.completed ${ms} ms`);
   } catch (e) {
     rec.fail('terminal.seqMBPerSec', 'astra', e);
   } finally {
     for (const t of terms) await t.stop();
+    await astra.stop();
+  }
+}
+
+/** command.started → turn.completed of the session's (first) turn, from the events' timestamps. */
+async function commandMs(astra: AstraSide, id: string): Promise<number> {
+  const c = await astra.daemon.client('bench-terminal-probe');
+  try {
+    const events = [];
+    for (let since = 0; ; ) {
+      const page = await c.session.read({ sessionId: id, sinceSeq: since, limit: 1000 });
+      events.push(...page.events);
+      if (page.nextSeq === undefined || page.events.length === 0) break;
+      since = page.events[page.events.length - 1]!.seq;
+    }
+    const started = events.find((e) => e.type === 'command.started');
+    const ended = events.find((e) => e.type === 'turn.completed');
+    if (!started || !ended) throw new Error('bench: the seq turn has no command.started or turn.completed');
+    return ended.ts - started.ts;
+  } finally {
+    await c.close();
+  }
+}
+
+/**
+ * The server alone, no client attached: `seq 1 2000000` in an Astra session started by an in-process
+ * client that does not subscribe (command.started → turn.completed), and in a tmux pane (send-keys →
+ * `tmux wait` signalled after seq).
+ */
+async function serverAloneTmux(rec: Recorder, log: Log): Promise<void> {
+  const tmux = new TmuxServer();
+  try {
+    tmux.newSession('alone', `env PS1='ready> ' sh`);
+    await waitUntil('the tmux pane\'s prompt', 15_000, async () => tmux.run(['capture-pane', '-p', '-t', 'alone']).includes('ready>'));
+    const t0 = performance.now();
+    tmux.run(['send-keys', '-t', 'alone', `seq 1 ${SEQ_N}; tmux -L ${tmux.socket} wait -S seqdone`, 'Enter']);
+    tmux.run(['wait', 'seqdone']);
+    const ms = performance.now() - t0;
+    rec.record('terminal.seqAloneMs', 'tmux', ms);
+    log(`  tmux     seq 1 ${SEQ_N}, no client attached: ${ms.toFixed(0)} ms`);
+  } finally {
+    tmux.kill();
+  }
+}
+
+async function serverAloneAstra(rec: Recorder, log: Log): Promise<void> {
+  const astra = new AstraSide();
+  try {
+    await astra.start();
+    const c = await astra.daemon.client('bench-terminal-alone');
+    try {
+      const { session } = await c.session.create({ title: 'benchalone', engine: 'shell', approvalPolicy: 'auto', cwd: astra.daemon.home });
+      await c.acquireController(session.id);
+      await c.turn.start({ sessionId: session.id, input: { text: `seq 1 ${SEQ_N}` } });
+      await waitUntil('the seq turn ending', 300_000, async () => (await c.session.read({ sessionId: session.id, limit: 1 })).session.runningTurnId === undefined);
+      const ms = await commandMs(astra, session.id);
+      rec.record('terminal.seqAloneMs', 'astra', ms);
+      log(`  astra    seq 1 ${SEQ_N}, no client attached: ${ms} ms`);
+    } finally {
+      await c.close();
+    }
+  } catch (e) {
+    rec.fail('terminal.seqAloneMs', 'astra', e);
+  } finally {
     await astra.stop();
   }
 }
@@ -409,6 +458,7 @@ export async function runTerminalBench(log: Log): Promise<TerminalResult> {
       const pairs: [() => Promise<void>, () => Promise<void>][] = [
         [() => latencyTmux(rec, log), () => latencyAstra(rec, log)],
         [() => throughputTmux(rec, log), () => throughputAstra(rec, log)],
+        [() => serverAloneTmux(rec, log), () => serverAloneAstra(rec, log)],
       ];
       for (const [tmuxRun, astraRun] of pairs) {
         if (r % 2 === 0) {
@@ -466,6 +516,7 @@ export function terminalFigures(r: TerminalResult): TerminalFigure[] {
     row('terminal.seqMBPerSec', `terminal: \`seq 1 ${SEQ_N}\` to two attached clients (bare: tmux pane, two clients)`, 'MB/s', 'higher', '≥ 1.0× tmux', (a, t) => a / t >= 1.0),
     row('terminal.seqClientMB', 'terminal: the same, bytes each client\'s terminal received', 'MB', 'lower', ''),
     row('terminal.seqDaemonMs', 'terminal: the same, the command in the daemon (command.started → turn.completed)', 'ms', 'lower', ''),
+    row('terminal.seqAloneMs', `terminal: \`seq 1 ${SEQ_N}\` with no client attached — the server alone (Astra: command.started → turn.completed)`, 'ms', 'lower', ''),
     row('terminal.seqServerCpuMs', 'terminal: the same, CPU of the server (the daemon; the tmux server)', 'ms', 'lower', ''),
     row('terminal.seqClientCpuMs', 'terminal: the same, CPU of each client process', 'ms', 'lower', ''),
     row('terminal.seqReaderCpuMs', 'terminal: the same, CPU of the bench reading both client terminals', 'ms', 'lower', ''),

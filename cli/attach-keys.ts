@@ -96,7 +96,9 @@ export class AttachKeys {
           this.onPrefixCommand(r.command);
           break;
         case 'unknown':
-          this.host.hint(`${r.key} after ${this.prefix.name} does nothing: c cancels the turn, d detaches, t takes control, ${this.prefix.name} sends ${this.prefix.name}`, true);
+          // Escape leaves prefix mode quietly; another key says what the prefix is for.
+          if (r.key === 'Escape') this.host.refresh();
+          else this.host.hint(`${r.key} after ${this.prefix.name} does nothing: c cancels the turn, d detaches, t takes control, ${this.prefix.name} sends ${this.prefix.name}`, true);
           break;
       }
     }

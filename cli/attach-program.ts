@@ -3,10 +3,9 @@
 // view, the controller's keys to it (InputSender), and its size — the controller's terminal less
 // the status row, sent with command/resize when a turn starts, when its command starts, when the
 // terminal is resized and when this terminal takes control.
-import type { AstraClient } from '../client/index.js';
+import type { AstraClient, ScreenSnapshot } from '../client/index.js';
 import { isAstraError } from '../protocol/index.js';
 import { InputSender } from './attach-input.js';
-import type { ScreenImage } from './attach-terminal.js';
 import type { AttachView } from './attach-view.js';
 
 export interface ProgramHost {
@@ -61,7 +60,7 @@ export class ProgramTerminal {
   }
 
   /** The current screen of the command running when this terminal attached (then its live bytes). */
-  snapshot(s: ScreenImage & { turnId: string }): void {
+  snapshot(s: ScreenSnapshot): void {
     if (this.current?.turnId !== s.turnId) this.started(s.turnId, this.current?.command ?? '');
     this.host.view.screenSnapshot(s);
   }

@@ -26,6 +26,8 @@ export interface StatusState {
   input: string;
   /** The input line being edited (the controller, idle). */
   editor?: Footer['editor'];
+  /** The prefix key was pressed (its name): the next key is Astra's. */
+  prefixArmed?: string | undefined;
 }
 
 export function statusFooter(s: StatusState, color: boolean): Footer {
@@ -51,6 +53,7 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
   if (s.connection === 'stopped') keys = 'Enter restart · Ctrl-D leave';
   else if (s.me) keys = s.approvalAsked ? 'y approve · n deny' : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
   else keys = s.readOnly ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
+  if (s.prefixArmed) keys = `${s.prefixArmed} pressed: c cancel · d detach · t take · Esc back`;
   const title = fitWidth(cleanText(s.title), 24);
   const status = ` ${role} │ ${s.turn}${conn} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${s.id}${title ? ` "${title}"` : ''}`;
   let promptPrefix: string;
@@ -60,11 +63,11 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
   return { status, statusColour: colour, promptPrefix, input: s.input, editor: s.editor };
 }
 
-export interface ScreenStatusState extends StatusState {
+export interface ScreenStatusState extends Omit<StatusState, 'prefixArmed'> {
   /** The prefix key's name ("Ctrl-]"). */
   prefix: string;
   /** The prefix was pressed: the next key is Astra's. */
-  prefixArmed: boolean;
+  prefixArmed: boolean | undefined;
   /** A hint or notice shown for a while instead of the keys (typing refused, control taken). */
   note: string | undefined;
   command: string;
@@ -72,7 +75,7 @@ export interface ScreenStatusState extends StatusState {
 
 /** The one status line while a command runs in a pseudo-terminal and its bytes have the screen. */
 export function screenStatus(s: ScreenStatusState): { text: string; colour: Footer['statusColour'] } {
-  const f = statusFooter({ ...s, input: '' }, false);
+  const f = statusFooter({ ...s, input: '', prefixArmed: undefined }, false);
   const p = s.prefix;
   let keys: string;
   if (s.prefixArmed) keys = `${p} pressed: c cancel · d detach · t take · ${p} sends ${p} · Esc back`;

@@ -10,7 +10,7 @@ import { OutputFilter, restoreSequence } from '../terminal/modes.js';
 import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from './terminal/scroll-region.js';
 import { visible } from './terminal/width.js';
 
-/** What a screen subscription sends for a running command (client/index.ts ScreenSnapshot). */
+/** What RawScreen needs of a running command's screen (client/index.ts ScreenSnapshot has it). */
 export interface ScreenImage {
   cols: number;
   rows: number;
@@ -276,7 +276,10 @@ export class UserTerminal {
  * `bytes()` says what to write (synchronously — nothing async runs at exit). Returns the remover.
  */
 function installRestoreHooks(bytes: () => string, restoreInput: () => void): () => void {
+  let written = false;
   const write = () => {
+    if (written) return;
+    written = true;
     const b = bytes();
     restoreInput();
     if (b === '') return;

@@ -15,7 +15,8 @@
 // Ctrl-] t) takes control unless attached with --observe. The user's terminal is put back
 // (restoreSequence) when a command ends, on detach, on SIGTERM/SIGHUP, on a crash and at exit.
 // The parts: attach-keys.ts (what keys do), attach-input.ts (prefix, input batching),
-// attach-view.ts (the one writer; lines and footer), attach-terminal.ts (the raw screen),
+// attach-program.ts (the running program's terminal: screen, keys, size), attach-view.ts (the one
+// writer; lines and footer), attach-terminal.ts (the raw screen; raw mode, signals, restore),
 // attach-status.ts (status texts), attach-control.ts (control: leases and approvals).
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
@@ -24,7 +25,7 @@ import { DEFAULT_PREFIX_KEY, parsePrefixKey } from './attach-input.js';
 import { ProgramTerminal } from './attach-program.js';
 import { AttachKeys, type KeyHost } from './attach-keys.js';
 import { screenStatus, statusFooter } from './attach-status.js';
-import { UserTerminal, type ScreenImage } from './attach-terminal.js';
+import { UserTerminal } from './attach-terminal.js';
 import { AttachView } from './attach-view.js';
 import { renderEvent } from './event-render.js';
 import { paint } from './output.js';
@@ -49,13 +50,6 @@ const HINT_EVERY_MS = 3_000;
 const NOTE_MS = 4_000;
 /** Lines of finished turns' output shown on attach; `astra log ID` prints the rest. */
 const HISTORY_LINES = 1_000;
-
-/** The screen subscription of issue 17 (client/index.ts): declared here until every client has it. */
-interface ScreenSubscribeOptions extends SubscribeOptions {
-  screen?: boolean;
-  historyLines?: number;
-  onScreen?: (s: ScreenImage & { turnId: string }) => void;
-}
 
 /** Runs the attach view until the user detaches; resolves with the exit code. */
 export async function attach(sessionArg: string | undefined, opts: AttachOptions, io: AttachIo): Promise<number> {
@@ -158,7 +152,7 @@ class Attach implements KeyHost {
     if (!this.opts.observe) await this.control.tryAcquire(Boolean(this.opts.take), true);
     else this.notice(`observing ${this.id} read-only (--observe); Ctrl-D detaches`);
     this.refresh();
-    const sub: ScreenSubscribeOptions = {
+    const sub: SubscribeOptions = {
       screen: true,
       historyLines: HISTORY_LINES,
       onEvent: (e) => this.onEvent(e),
@@ -166,8 +160,8 @@ class Attach implements KeyHost {
         this.program.snapshot(s);
         this.refresh();
       },
-      onReplayed: (_through: number, info?: { historyFromSeq?: number }) => {
-        if (info?.historyFromSeq !== undefined) this.noteHistory();
+      onReplayed: (_through, info) => {
+        if (info.historyFromSeq !== undefined) this.noteHistory();
         if (!this.live && !this.view.screenMode) this.view.line(paint(this.view.color, 'dim', '── live ──'));
         this.live = true;
         this.program.sendSize();
@@ -384,6 +378,7 @@ class Attach implements KeyHost {
       approvalAsked,
       input: '',
       editor: me && !approvalAsked && !this.daemonStopped ? this.keys.editor : undefined,
+      prefixArmed: this.keys.router.prefixArmed ? this.keys.prefix.name : undefined,
     } as const;
     const command = this.program.command;
     if (this.view.screenMode && command !== undefined) {

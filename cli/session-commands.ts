@@ -5,6 +5,7 @@ import { Option, type Command } from 'commander';
 import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach.js';
+import { displayWidth, fitWidth, padWidth } from './terminal/width.js';
 import { eventToJson, turnEndText } from './event-render.js';
 import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';
 import { SESSION_ARG, registerManageCommands } from './manage-commands.js';
@@ -160,7 +161,7 @@ function printSessionTable(out: Output, sessions: Session[], live: Map<string, D
     const title = cleanText(s.title);
     return [
       s.id,
-      title.length > 30 ? `${title.slice(0, 29)}…` : title,
+      fitWidth(title, 30),
       sessionStateText(s, live.get(s.id)?.pendingApprovals ?? 0),
       s.controller ? `${describeHolder(s.controller)}${s.controller.graceUntil !== undefined ? ' (grace)' : ''}` : '-',
       String(live.get(s.id)?.observers ?? 0),
@@ -168,8 +169,9 @@ function printSessionTable(out: Output, sessions: Session[], live: Map<string, D
     ];
   });
   const head = ['ID', 'TITLE', 'STATE', 'CONTROLLER', 'OBSERVERS', 'LAST ACTIVITY'];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join('  ');
+  // Display columns, not UTF-16 units: a CJK or emoji title takes two columns a character.
+  const widths = head.map((h, i) => Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i]!))));
+  const fmt = (r: string[]) => r.map((v, i) => (i === r.length - 1 ? v : padWidth(v, widths[i]!))).join('  ');
   out.stdout(style(out, 'bold', fmt(head)));
   for (const r of rows) out.stdout(fmt(r));
 }

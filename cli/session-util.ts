@@ -2,6 +2,7 @@
 import { AstraError, isAstraError, type Session } from '../protocol/index.js';
 import { AstraClient, type AstraClientOptions, type ControllerLease } from '../client/index.js';
 import { CLI_VERSION, cleanText } from './output.js';
+import { fitWidth } from './terminal/width.js';
 
 export async function connectClient(env: NodeJS.ProcessEnv, clientName: string, extra: Partial<AstraClientOptions> = {}): Promise<AstraClient> {
   // A daemon that accepts but does not answer (SIGSTOPped, stuck) is named after a second, once;
@@ -51,7 +52,7 @@ export async function acquireOrExplain(client: AstraClient, sessionId: string): 
 /** How a session is named in lists and messages: its id and, when it has one, its cleaned title. */
 export function sessionLabel(s: Pick<Session, 'id' | 'title'>): string {
   const title = cleanText(s.title);
-  return title ? `${s.id} "${title.length > 40 ? `${title.slice(0, 39)}…` : title}"` : s.id;
+  return title ? `${s.id} "${fitWidth(title, 40)}"` : s.id;
 }
 
 /**

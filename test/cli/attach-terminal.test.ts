@@ -1,7 +1,9 @@
 // The raw screen of `astra attach` (cli/attach-terminal.ts) on an emulated user terminal: what a
 // program prints lands above the status line, cannot set the title, and leaves no mode behind.
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RawScreen } from '../../cli/attach-terminal.js';
+import { ROOT, runNode } from '../helpers/processes.js';
 import { CommandScreen } from '../../runtime/terminal/screen.js';
 
 const COLS = 40;
@@ -124,5 +126,29 @@ describe('RawScreen', () => {
     expect(raw.output(Buffer.from('\x1b]2;t\x07text')).toString()).toBe('text');
     expect(raw.emergencyBytes()).toBe('');
     expect(raw.leave()).toBe('\n');
+  });
+});
+
+describe('UserTerminal', () => {
+  // A process with the built module: the hooks write the restore bytes on a crash and at exit.
+  const script = (how: string) => [
+    `const { UserTerminal } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'cli', 'attach-terminal.js'))});`,
+    `const t = new UserTerminal({ stdin: process.stdin, stdout: process.stdout }, { data() {}, end() {}, term() {}, hangup() {}, gone() {}, emergencyBytes: () => '<restore>' });`,
+    `t.watch();`,
+    how,
+  ].join('\n');
+
+  it('puts the terminal back when the process crashes, and says why', async () => {
+    const r = await runNode(['--input-type=module', '-e', script(`setTimeout(() => { throw new Error('boom'); }, 0);`)], process.env);
+    expect(r.stdout).toBe('<restore>');
+    expect(r.stderr).toMatch(/^astra: attach failed: Error: boom/);
+    expect(r.code).toBe(1);
+  });
+
+  it('puts the terminal back when the process exits, and not after stop()', async () => {
+    const exited = await runNode(['--input-type=module', '-e', script(`process.exit(0);`)], process.env);
+    expect(exited.stdout).toBe('<restore>');
+    const stopped = await runNode(['--input-type=module', '-e', script(`t.stop(); process.exit(0);`)], process.env);
+    expect(stopped.stdout).toBe('');
   });
 });

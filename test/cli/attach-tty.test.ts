@@ -60,15 +60,20 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     tmux.start('b', ['attach', id]);
     await tmux.waitStatus('b', /^ observing │/);
 
-    tmux.type('a', 'cat', true);
-    await waitLastRow(tmux, 'a', /^ you control │ running cat │ keys go to the program · Ctrl-\] c cancel/);
-    await waitLastRow(tmux, 'b', /^ observing │ running cat │ Ctrl-\] t \(or Ctrl-T\) take/);
+    tmux.type('a', 'cat -v', true);
+    await waitLastRow(tmux, 'a', /^ you control │ running cat -v │ keys go to the program · Ctrl-\] c cancel/);
+    await waitLastRow(tmux, 'b', /^ observing │ running cat -v │ Ctrl-\] t \(or Ctrl-T\) take/);
     tmux.type('a', 'hello from the keyboard', true);
     // The terminal's echo and cat's copy: the line twice, on both screens.
     for (const pane of ['a', 'b']) await tmux.waitScreen(pane, /^hello from the keyboard\nhello from the keyboard$/m);
-    // Ctrl-D is the program's too: cat gets end of input from its terminal... after one more line.
     tmux.type('a', 'partial');
     await tmux.waitScreen('b', /^hello from the keyboard\npartial$/m);
+
+    // The prefix twice sends it once: the terminal's echo and cat -v show it as ^].
+    tmux.key('a', 'C-]');
+    tmux.key('a', 'C-]');
+    tmux.key('a', 'Enter');
+    await tmux.waitScreen('b', /^partial\^\]\npartial\^\]$/m);
 
     tmux.type('b', 'sneaky', true);
     await waitLastRow(tmux, 'b', /astra: you are observing \(astra attach \(pid \d+\) controls this session\): press Ctrl-T/);
@@ -157,6 +162,33 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
   });
 });
 
+describe.skipIf(skipTmux)('astra attach: attaching while a program runs', () => {
+  it('shows the program\'s current screen, not a replay of every byte, and says where the earlier history is', async () => {
+    const { env, tmux } = setup();
+    const id = await newSession(env);
+    // History beyond the 1,000 lines attach shows.
+    for (let i = 0; i < 3; i++) expect((await runCli(['send', id, 'seq 1 600', '--wait'], env)).code).toBe(0);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session │ idle/);
+    // A full-screen program that redrew its screen many times: only the last one is current.
+    tmux.type('a', String.raw`printf '\033[?1049h'; for i in $(seq 1 50); do printf '\033[H\033[2Jframe %s\033[5;10Hsame place' $i; done; sleep 30`, true);
+    await tmux.waitScreen('a', /frame 50/);
+    tmux.start('b', ['attach', '--observe', id]);
+    const rows = await waitLastRow(tmux, 'b', /^ observing \(read-only\) │ running printf/);
+    expect(rows[0]).toBe('frame 50');
+    expect(rows[4]).toBe('         same place');
+    expect(tmux.format('b', '#{alternate_on}')).toBe('1');
+    const all = tmux.screen('b');
+    expect(all).not.toMatch(/frame 49/);
+    expect(all).toMatch(new RegExp(`earlier history is not shown here: \`astra log ${id}\` prints all of it`));
+    // The observer's screen follows the program live, and gives the terminal back when it ends.
+    tmux.key('a', 'C-]');
+    tmux.type('a', 'c');
+    await tmux.waitScreen('b', /turn cancelled/);
+    expect(tmux.format('b', '#{alternate_on}')).toBe('0');
+  });
+});
+
 describe.skipIf(skipTmux)('astra attach: widths', () => {
   it('a CJK and emoji title lays out on one status row, and the input line edits whole characters', async () => {
     const { env, tmux } = setup();
@@ -181,6 +213,17 @@ describe.skipIf(skipTmux)('astra attach: widths', () => {
     tmux.key('a', 'Enter');
     await tmux.waitScreen('a', /^你们好$/m);
     await tmux.waitStatus('a', /│ idle │/);
+    // A multi-line paste (bracketed) is one input: both lines run in one turn.
+    tmux.run(['set-buffer', '-b', 'p', 'echo pasted one\necho pasted two']);
+    tmux.run(['paste-buffer', '-p', '-b', 'p', '-t', 'a']);
+    await tmux.waitScreen('a', /❯ echo pasted one↵echo pasted two$/);
+    tmux.key('a', 'Enter');
+    await tmux.waitScreen('a', /^pasted one\npasted two\n/m);
+    await tmux.waitStatus('a', /│ idle │/);
+    // Up brings back the line sent before.
+    tmux.key('a', 'Up');
+    await tmux.waitScreen('a', /❯ echo pasted one↵echo pasted two$/);
+    tmux.key('a', 'C-u');
     // In the status line of a running program too.
     tmux.type('a', 'sleep 30', true);
     const last = (await waitLastRow(tmux, 'a', /running sleep 30/)).at(-1)!;

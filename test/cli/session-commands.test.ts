@@ -28,6 +28,22 @@ describe('astra new and sessions', () => {
     expect(table.stdout).toMatch(new RegExp(`^${id}\\s+first one\\s+idle\\s+-\\s+0\\s+\\d+s ago$`, 'm'));
   });
 
+  it('the sessions table lines up CJK and emoji titles by display columns', async () => {
+    const { env } = setup();
+    await runCli(['new', '--title', '会话标题 🚀'], env);
+    await runCli(['new', '--title', 'plain title'], env);
+    await runCli(['new', '--title', '很长很长很长很长很长很长很长很长的标题'], env);
+    const table = await runCli(['sessions'], env);
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    // Where STATE starts, in display columns, is the same on every line.
+    const { displayWidth } = await import('../../cli/terminal/width.js');
+    const stateAt = (l: string) => displayWidth(l.slice(0, l.search(/ (idle|STATE) /) + 1));
+    const columns = new Set(lines.map(stateAt));
+    expect(columns.size, table.stdout).toBe(1);
+    expect(table.stdout).toMatch(/ (很长){7}…  idle/); // cut within 30 columns, whole characters
+  });
+
   it('a bad --approval value is a usage error that creates nothing', async () => {
     const { env } = setup();
     const r = await runCli(['new', '--approval', 'sometimes'], env);

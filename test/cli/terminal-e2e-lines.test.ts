@@ -62,7 +62,8 @@ describe.skipIf(skip)('command output in attached panes', () => {
     // Like top: home, clear, 30 rows, again every 20 ms. tmux keeps every cleared screen in the pane's
     // history (scroll-on-clear), so a client that is sent every frame shows them all in its scrollback.
     t.type('a', `i=0; while :; do i=$((i+1)); printf '\\033[H\\033[2J'; r=1; while [ $r -le 30 ]; do printf 'frame %d row %d\\n' $i $r; r=$((r+1)); done; sleep 0.02; done`, true);
-    await t.waitVisible('a', /^frame (\d{3,}) row 30$/m);
+    // Fifty frames of history before the second client comes.
+    await t.waitVisible('a', /^frame ([5-9]\d|\d{3,}) row 30$/m, 30_000);
     const frameAt = (s: string) => Math.max(...[...s.matchAll(/^frame (\d+) row 1$/gm)].map((m) => Number(m[1])));
     const before = frameAt(t.visible('a'));
 

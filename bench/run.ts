@@ -10,7 +10,8 @@ import { runIpcBench } from './ipc/ipc-bench.js';
 import { runJournalBench } from './journal/journal-bench.js';
 import { CHAT_OBSERVERS, LONG_TOKENS, runChatBench, type ChatFigures } from './chat/chat-bench.js';
 import { DaemonProc } from './daemon-proc.js';
-import { runTerminalBench, terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-bench.js';
+import { runTerminalBench } from './terminal/terminal-bench.js';
+import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
 import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
 import { CLI, HERE, PAR_IN_FLIGHT, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child } from './lib.js';
 

@@ -9,31 +9,30 @@
 //     with two clients attached; MB/s of seq's output until both clients have shown the line after it.
 //   cold attach: a fresh `astra attach` process (an observer of a running `cat`) to its first screen
 //     drawn, against a fresh `tmux attach -r`.
+// The sides are in terminal-sides.ts, the client terminals in term-proc.ts, the table in terminal-report.ts.
 // Run by bench/run.ts (section `terminal`, BENCH_ONLY=terminal), or alone:
 //   node dist/bench/terminal/terminal-bench.js   (updates bench/results.json's terminal rows and the
 //   table in bench/REPORT.md's terminal part). Nothing here asserts a timing.
-import { execFileSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DaemonProc } from '../daemon-proc.js';
-import { CLI, HERE, median, percentile, procCpuUs } from '../lib.js';
+import { HERE, median, percentile, procCpuUs } from '../lib.js';
 import { TermProc, killAllTerms } from './term-proc.js';
+import { AstraSide, COLS, ROWS, TITLE, TmuxServer, waitUntil } from './terminal-sides.js';
+import { terminalFigures, terminalTable, writeTerminalTable, type Side, type TerminalFigure, type TerminalResult } from './terminal-report.js';
+
+export type { TerminalResult } from './terminal-report.js';
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 export const KEYS = Number(process.env.BENCH_TERMINAL_KEYS ?? 300);
 const KEY_WARMUP = 50;
 export const SEQ_N = 2_000_000;
 const COLD_REPEATS = 5;
-const COLS = 120;
-const ROWS = 40;
 /** The session's command for the key rows: cat echoes every byte itself (raw, no terminal echo). `RE''ADY` so the typed line does not contain the marker. */
 const CAT_CMD = `stty raw -echo; printf 'RE''ADY'; exec cat`;
 /** `END-$((1+1))` prints END-2, which the typed line does not contain. */
 const SEQ_CMD = `seq 1 ${SEQ_N}; echo END-$((1+1))`;
-const TITLE = 'benchterm';
 
 /** Bytes `seq 1 N` prints. */
 function seqBytes(n: number): number {
@@ -42,102 +41,7 @@ function seqBytes(n: number): number {
   return total;
 }
 
-export type Side = 'astra' | 'tmux';
-export interface TerminalResult {
-  /** Per figure, per side, one value per run. */
-  samples: Record<string, Partial<Record<Side, number[]>>>;
-  /** Medians of the runs. */
-  medians: Record<string, Partial<Record<Side, number>>>;
-  /** What failed on a side, per figure (the figure then has no value for that side). */
-  errors: string[];
-  parameters: Record<string, number | string>;
-}
-
 type Log = (line: string) => void;
-
-// ---- tmux ----
-
-class TmuxServer {
-  readonly socket = `astra-bench-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
-
-  run(args: string[]): string {
-    return execFileSync('tmux', ['-L', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  }
-
-  newSession(name: string, command: string): void {
-    this.run(['new-session', '-d', '-s', name, '-x', String(COLS), '-y', String(ROWS), command]);
-    this.run(['set', '-g', 'status', 'off']);
-  }
-
-  attach(name: string, what: string, readOnly = false): TermProc {
-    return new TermProc(what, 'tmux', ['-u', '-L', this.socket, 'attach', ...(readOnly ? ['-r'] : []), '-t', name], process.env, COLS, ROWS);
-  }
-
-  serverPid(): number {
-    return Number(this.run(['display', '-p', '#{pid}']).trim());
-  }
-
-  kill(): void {
-    try {
-      this.run(['kill-server']);
-    } catch {
-      // no server left
-    }
-    const dir = path.join(process.env.TMUX_TMPDIR || os.tmpdir(), `tmux-${process.getuid?.() ?? 0}`);
-    fs.rmSync(path.join(dir, this.socket), { force: true });
-  }
-}
-
-// ---- astra ----
-
-class AstraSide {
-  readonly daemon = new DaemonProc();
-
-  async start(): Promise<void> {
-    await this.daemon.start();
-  }
-
-  async session(title: string): Promise<string> {
-    const c = await this.daemon.client('bench-terminal');
-    try {
-      const { session } = await c.session.create({ title, engine: 'shell', approvalPolicy: 'auto', cwd: this.daemon.home });
-      return session.id;
-    } finally {
-      await c.close();
-    }
-  }
-
-  attach(id: string, what: string): TermProc {
-    return new TermProc(what, process.execPath, [CLI, 'attach', id], this.daemon.env, COLS, ROWS);
-  }
-
-  /** The controller's and an observer's `astra attach`, both showing the session. */
-  async pair(id: string): Promise<[TermProc, TermProc]> {
-    const ctl = this.attach(id, 'the controller\'s astra attach');
-    await ctl.next(TITLE, 20_000, true);
-    const c = await this.daemon.client('bench-terminal-probe');
-    try {
-      await waitUntil('the controller\'s astra attach holding control', 20_000, async () => (await c.session.read({ sessionId: id, limit: 1 })).session.controller != null);
-    } finally {
-      await c.close();
-    }
-    const obs = this.attach(id, 'the observer\'s astra attach');
-    await obs.next(TITLE, 20_000, true);
-    return [ctl, obs];
-  }
-
-  async stop(): Promise<void> {
-    await this.daemon.stop();
-  }
-}
-
-async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`bench: ${what} did not happen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 // ---- the measurements, the same loop for both sides ----
 
@@ -481,66 +385,9 @@ export async function runTerminalBench(log: Log): Promise<TerminalResult> {
   return { samples, medians, errors, parameters: { REPEATS, KEYS, KEY_WARMUP, SEQ_N, SEQ_BYTES: seqBytes(SEQ_N), COLD_REPEATS, COLS, ROWS, CAT_CMD, SEQ_CMD } };
 }
 
-// ---- the rows of the report table (the same shape as bench/run.ts's figures; tmux in the baseline column) ----
-
-export interface TerminalFigure {
-  id: string;
-  name: string;
-  unit: string;
-  better: 'higher' | 'lower';
-  astra: number | undefined;
-  bare: number | undefined;
-  jsonrpc: undefined;
-  grpc: undefined;
-  ratio: number | undefined;
-  target: string;
-  pass: boolean | undefined;
-}
-
-export function terminalFigures(r: TerminalResult): TerminalFigure[] {
-  const row = (id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, tmux: number) => boolean): TerminalFigure => {
-    const a = r.medians[id]?.astra;
-    const t = r.medians[id]?.tmux;
-    return {
-      id, name, unit, better, astra: a, bare: t, jsonrpc: undefined, grpc: undefined,
-      ratio: a !== undefined && t !== undefined && t > 0 ? a / t : undefined,
-      target,
-      pass: passes && a !== undefined && t !== undefined ? passes(a, t) : target ? false : undefined,
-    };
-  };
-  return [
-    row('terminal.keyP50ms', `terminal: key → cat's echo on an observer, p50 of ${KEYS} (bare: tmux, two clients)`, 'ms', 'lower', '≤ tmux + 2 ms', (a, t) => a - t <= 2),
-    row('terminal.keyP99ms', 'terminal: the same, p99', 'ms', 'lower', ''),
-    row('terminal.keyDaemonP50ms', 'terminal: the daemon\'s share — command/input → command.output at an in-process subscriber, p50', 'ms', 'lower', ''),
-    row('terminal.keyDaemonP99ms', 'terminal: the same, p99', 'ms', 'lower', ''),
-    row('terminal.seqMBPerSec', `terminal: \`seq 1 ${SEQ_N}\` to two attached clients (bare: tmux pane, two clients)`, 'MB/s', 'higher', '≥ 1.0× tmux', (a, t) => a / t >= 1.0),
-    row('terminal.seqClientMB', 'terminal: the same, bytes each client\'s terminal received', 'MB', 'lower', ''),
-    row('terminal.seqDaemonMs', 'terminal: the same, the command in the daemon (command.started → turn.completed)', 'ms', 'lower', ''),
-    row('terminal.seqAloneMs', `terminal: \`seq 1 ${SEQ_N}\` with no client attached — the server alone (Astra: command.started → turn.completed)`, 'ms', 'lower', ''),
-    row('terminal.seqServerCpuMs', 'terminal: the same, CPU of the server (the daemon; the tmux server)', 'ms', 'lower', ''),
-    row('terminal.seqClientCpuMs', 'terminal: the same, CPU of each client process', 'ms', 'lower', ''),
-    row('terminal.seqReaderCpuMs', 'terminal: the same, CPU of the bench reading both client terminals', 'ms', 'lower', ''),
-    row('terminal.coldAttachMs', 'terminal: a fresh attach process to its first screen (bare: tmux attach -r)', 'ms', 'lower', ''),
-  ];
-}
-
-function fmt(v: number | undefined): string {
-  return v === undefined || Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(2);
-}
-
-export function terminalTable(figs: TerminalFigure[]): string[] {
-  return [
-    '| figure | unit | Astra | tmux | ratio | target | |',
-    '|---|---|---:|---:|---:|---|---|',
-    ...figs.map((f) => `| ${f.name} | ${f.unit} | ${fmt(f.astra)} | ${fmt(f.bare)} | ${f.ratio === undefined ? '—' : `${f.ratio.toFixed(2)}×`} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`),
-  ];
-}
-
 // ---- alone: node dist/bench/terminal/terminal-bench.js ----
 
 const SRC_BENCH = path.resolve(HERE, '..', '..', 'bench');
-const TABLE_START = '<!-- bench:terminal:start -->';
-const TABLE_END = '<!-- bench:terminal:end -->';
 
 async function alone(): Promise<void> {
   const log = (l: string) => process.stdout.write(l + '\n');
@@ -561,25 +408,6 @@ async function alone(): Promise<void> {
   fs.writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
   writeTerminalTable(figs, result);
   log(`wrote the terminal rows of ${path.relative(process.cwd(), file)} and bench/REPORT.md`);
-}
-
-/** Replaces the terminal table in REPORT.md (between its markers), keeping the text around it. */
-export function writeTerminalTable(figs: TerminalFigure[], result: TerminalResult): void {
-  const file = path.join(SRC_BENCH, 'REPORT.md');
-  if (!fs.existsSync(file)) return;
-  const lines = [
-    TABLE_START,
-    `Measured ${new Date().toISOString()} on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}, Node ${process.version}; median of ${REPEATS} runs, Astra and tmux alternating.`,
-    '',
-    ...terminalTable(figs),
-    ...(result.errors.length ? ['', ...result.errors.map((e) => `- failed: ${e.replace(/\n/g, ' ').slice(0, 300)}`)] : []),
-    TABLE_END,
-  ];
-  let text = fs.readFileSync(file, 'utf8');
-  const a = text.indexOf(TABLE_START);
-  const b = text.indexOf(TABLE_END);
-  text = a >= 0 && b > a ? text.slice(0, a) + lines.join('\n') + text.slice(b + TABLE_END.length) : text + '\n' + lines.join('\n') + '\n';
-  fs.writeFileSync(file, text);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -1,6 +1,7 @@
 // SessionHost: one loaded session, composed of its rooms — its state (session-state.ts, folded
-// from every event), its append path (event-log.ts), its in-memory tail (event-tail.ts) and its
-// subscribers (subscription-feed.ts). The Runtime owns the map of hosts and the public API.
+// from every event), its append path (event-log.ts), its in-memory tail (event-tail.ts), its
+// subscribers (subscription-feed.ts) and the running command's screen (running-screen.ts, fed here as
+// output is appended). The Runtime owns the map of hosts and the public API.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { EventData, EventType, Session, SessionEvent, SessionState as SessionStatus } from '../protocol/index.js';

@@ -295,6 +295,20 @@ export function buildVectors(p, ipc) {
 
   // ---- notifications ----
   add('notification-session-replayed', '', D2C, 'notification', { method: 'session/replayed', params: { sessionId: SESSION_ID, throughSeq: 1 } }, { method: 'session/replayed' });
+  add('notification-session-replayed-history', 'With historyLines: the events before historyFromSeq were left out.', D2C, 'notification', { method: 'session/replayed', params: { sessionId: SESSION_ID, throughSeq: 240, historyFromSeq: 180 } }, { method: 'session/replayed' });
+  add('notification-session-screen', 'With screen: true, the running command\'s screen instead of its output through atSeq; data draws it on a cleared 80×24 terminal.', D2C, 'notification', {
+    method: 'session/screen',
+    params: {
+      sessionId: SESSION_ID,
+      turnId: TURN_ID,
+      atSeq: 57,
+      cols: 80,
+      rows: 24,
+      data: Buffer.from('\x1b[1mcounter\x1b[0m 300\r\nsecond line\x1b[2;12H', 'utf8'),
+      scrollback: 'an older line\nand the one after it',
+      alternate: false,
+    },
+  }, { method: 'session/screen' });
   add('notification-session-lagged', '', D2C, 'notification', { method: 'session/lagged', params: { sessionId: SESSION_ID, resumeFromSeq: 120 } }, { method: 'session/lagged' });
   add('notification-session-notice', 'What no event can carry: here, the session\'s disk is full.', D2C, 'notification', {
     method: 'session/notice',

@@ -18,7 +18,7 @@ afterEach(async () => {
 
 function setup(): { env: NodeJS.ProcessEnv; tmux: Tmux } {
   const home = makeHome('atty');
-  // Pseudo-terminals for every command (until they are the daemon's default).
+  // Pseudo-terminals for every command (the daemon's default; said so these tests never run on pipes).
   const env = envFor(home, { ASTRA_TERMINAL: 'auto' });
   const tmux = new Tmux(env);
   cleanups.push(() => cleanupHome(home));
@@ -39,18 +39,6 @@ async function controllerPid(env: NodeJS.ProcessEnv, id: string): Promise<number
   return s!.controller!.pid;
 }
 
-/** The last row of the pane, as a regexp must find it there. */
-async function waitLastRow(tmux: Tmux, pane: string, pattern: RegExp, timeoutMs = 15_000): Promise<string[]> {
-  try {
-    return await waitFor(`${pattern} on the last row of ${pane}`, () => {
-      const rows = tmux.visibleRows(pane);
-      return pattern.test(rows[rows.length - 1] ?? '') ? rows : undefined;
-    }, timeoutMs);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- pane ${pane} ---\n${tmux.visibleRows(pane).join('\n')}`);
-  }
-}
-
 describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
   it('the controller types into cat and sees the echo, the observer sees it live and is refused with a hint, Ctrl-] c cancels', async () => {
     const { env, tmux } = setup();
@@ -61,8 +49,8 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     await tmux.waitStatus('b', /^ observing │/);
 
     tmux.type('a', 'cat -v', true);
-    await waitLastRow(tmux, 'a', /^ you control │ running cat -v │ keys go to the program · Ctrl-\] c cancel/);
-    await waitLastRow(tmux, 'b', /^ observing │ running cat -v │ Ctrl-\] t \(or Ctrl-T\) take/);
+    await tmux.waitLastRow('a', /^ you control │ running cat -v │ keys go to the program · Ctrl-\] c cancel/);
+    await tmux.waitLastRow('b', /^ observing │ running cat -v │ Ctrl-\] t \(or Ctrl-T\) take/);
     tmux.type('a', 'hello from the keyboard', true);
     // The terminal's echo and cat's copy: the line twice, on both screens.
     for (const pane of ['a', 'b']) await tmux.waitScreen(pane, /^hello from the keyboard\nhello from the keyboard$/m);
@@ -76,11 +64,11 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     await tmux.waitScreen('b', /^partial\^\]\npartial\^\]$/m);
 
     tmux.type('b', 'sneaky', true);
-    await waitLastRow(tmux, 'b', /astra: you are observing \(astra attach \(pid \d+\) controls this session\): press Ctrl-T/);
+    await tmux.waitLastRow('b', /astra: you are observing \(astra attach \(pid \d+\) controls this session\): press Ctrl-T/);
     expect(tmux.screen('a')).not.toMatch(/sneaky/);
 
     tmux.key('a', 'C-]');
-    await waitLastRow(tmux, 'a', /Ctrl-\] pressed: c cancel · d detach · t take/);
+    await tmux.waitLastRow('a', /Ctrl-\] pressed: c cancel · d detach · t take/);
     tmux.type('a', 'c');
     for (const pane of ['a', 'b']) await tmux.waitScreen(pane, /turn cancelled/);
     await tmux.waitStatus('a', /^ you control this session │ idle │/);
@@ -105,7 +93,7 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     // Ctrl-C goes to the program: Python prints KeyboardInterrupt and stays.
     tmux.key('a', 'C-c');
     await tmux.waitScreen('a', /KeyboardInterrupt/);
-    await waitLastRow(tmux, 'a', /running python3 -q/);
+    await tmux.waitLastRow('a', /running python3 -q/);
     tmux.key('a', 'C-]');
     tmux.key('a', 'C-c');
     await tmux.waitScreen('b', /turn cancelled/);
@@ -119,7 +107,7 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     await tmux.waitStatus('a', /you control this session/);
     tmux.type('a', 'for i in $(seq 1 150); do echo "line $i"; done; printf "Downloading... "; sleep 1; echo done; printf "10%%\\r50%%\\r100%%\\n"; sleep 30', true);
     await tmux.waitScreen('a', /^100%$/m);
-    const rows = await waitLastRow(tmux, 'a', /^ you control │ running for i in/);
+    const rows = await tmux.waitLastRow('a', /^ you control │ running for i in/);
     expect(rows).toHaveLength(40);
     const shown = rows.filter((r) => r.trim() !== '');
     expect(shown.slice(-5, -1)).toEqual(['line 149', 'line 150', 'Downloading... done', '100%']);
@@ -174,7 +162,7 @@ describe.skipIf(skipTmux)('astra attach: attaching while a program runs', () => 
     tmux.type('a', String.raw`printf '\033[?1049h'; for i in $(seq 1 50); do printf '\033[H\033[2Jframe %s\033[5;10Hsame place' $i; done; sleep 30`, true);
     await tmux.waitScreen('a', /frame 50/);
     tmux.start('b', ['attach', '--observe', id]);
-    const rows = await waitLastRow(tmux, 'b', /^ observing \(read-only\) │ running printf/);
+    const rows = await tmux.waitLastRow('b', /^ observing \(read-only\) │ running printf/);
     expect(rows[0]).toBe('frame 50');
     expect(rows[4]).toBe('         same place');
     expect(tmux.format('b', '#{alternate_on}')).toBe('1');
@@ -226,7 +214,7 @@ describe.skipIf(skipTmux)('astra attach: widths', () => {
     tmux.key('a', 'C-u');
     // In the status line of a running program too.
     tmux.type('a', 'sleep 30', true);
-    const last = (await waitLastRow(tmux, 'a', /running sleep 30/)).at(-1)!;
+    const last = (await tmux.waitLastRow('a', /running sleep 30/)).at(-1)!;
     expect(last).toMatch(/…$/);
     tmux.key('a', 'C-]');
     tmux.type('a', 'c');

@@ -13,10 +13,11 @@ export function useCliCleanup(): (c: () => Promise<void> | void) => void {
   return (c) => cleanups.push(c);
 }
 
-export function setup(prefix = 'scli'): { home: string; env: NodeJS.ProcessEnv } {
+/** `extraEnv`: e.g. `{ASTRA_TERMINAL: 'pipes'}` for a test of the pipe contract (stderr apart, \n line ends). */
+export function setup(prefix = 'scli', extraEnv: Record<string, string> = {}): { home: string; env: NodeJS.ProcessEnv } {
   const home = makeHome(prefix);
   cleanups.push(() => cleanupHome(home));
-  return { home, env: envFor(home) };
+  return { home, env: envFor(home, extraEnv) };
 }
 
 export interface RunningCli {

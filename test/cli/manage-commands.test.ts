@@ -13,10 +13,10 @@ describe('naming a session', () => {
     const b = await newSession(env, ['--approval', 'auto', '--title', 'deploy']);
     const byTitle = await runCli(['send', 'build', 'echo by title', '--wait'], env);
     expect(byTitle.stderr).toBe('');
-    expect(byTitle.stdout).toBe('by title\n');
+    expect(byTitle.stdout).toMatch(/^by title\r?\n$/);
     // Ids made together share their leading characters: the tail is what tells them apart.
     const byBarePrefix = await runCli(['send', b.slice(4, 4 + 20), 'echo by prefix', '--wait'], env);
-    expect(byBarePrefix.stdout).toBe('by prefix\n');
+    expect(byBarePrefix.stdout).toMatch(/^by prefix\r?\n$/);
 
     await newSession(env, ['--title', 'build']);
     const ambiguous = await runCli(['send', 'build', 'true'], env);

@@ -54,8 +54,8 @@ describe('astra new and sessions', () => {
 });
 
 describe('astra send', () => {
-  it('--wait exits with the command\'s exit code and passes its stdout and stderr through', async () => {
-    const { env } = setup();
+  it('--wait exits with the command\'s exit code and passes its stdout and stderr through (on pipes: a terminal has one stream)', async () => {
+    const { env } = setup('scli', { ASTRA_TERMINAL: 'pipes' });
     const id = await newSession(env, ['--approval', 'auto']);
     const r = await runCli(['send', id, `sh -c 'echo out; echo err >&2; exit 3'`, '--wait'], env);
     expect(r.stdout).toBe('out\n');
@@ -74,7 +74,7 @@ describe('astra send', () => {
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['turn.started', 'command.started', 'command.output', 'command.completed', 'turn.completed']));
     expect(events.every((e) => e.sessionId === id)).toBe(true);
     const output = events.filter((e) => e.type === 'command.output').map((e) => e.data.data).join('');
-    expect(output).toBe('a\nb');
+    expect(output).toMatch(/^a\r?\nb$/); // \r\n from a pseudo-terminal
     expect(events.at(-1)).toMatchObject({ type: 'turn.completed', data: { status: 'completed', exitCode: 0 } });
   });
 
@@ -95,7 +95,7 @@ describe('astra send', () => {
 
     const yes = await runCli(['send', id, 'echo approved', '--wait', '--yes'], env);
     expect(yes.stderr).toBe('');
-    expect(yes.stdout).toBe('approved\n');
+    expect(yes.stdout).toMatch(/^approved\r?\n$/);
     expect(yes.code).toBe(0);
   });
 
@@ -117,7 +117,7 @@ describe('astra send', () => {
     await waitFor('the attach to be told', () => /control taken over by astra take \(pid \d+\); now observing/.test(holder.out()) || undefined);
 
     const sent = await runCli(['send', id, 'echo hi', '--wait'], env);
-    expect(sent.stdout).toBe('hi\n');
+    expect(sent.stdout).toMatch(/^hi\r?\n$/);
     expect(sent.code).toBe(0);
     // The attached observer streamed it too.
     await waitFor('the observer to see the output', () => /^hi$/m.test(holder.out()) || undefined);
@@ -131,7 +131,7 @@ describe('astra send', () => {
     const { env } = setup();
     const id = await newSession(env, ['--approval', 'auto']);
     const waiting = startCli(['send', id, 'echo started; sleep 30', '--wait'], env);
-    await waitFor('the command to start', () => waiting.out().includes('started\n') || undefined);
+    await waitFor('the command to start', () => /started\r?\n/.test(waiting.out()) || undefined);
     // send lets go of control once the turn is underway; its output can arrive a moment before that.
     await waitFor('send to release control', async () => ((await listJson(env))[0]!.controller === null ? true : undefined));
 

@@ -90,6 +90,18 @@ export class Tmux {
     }
   }
 
+  /** Waits for the last row of the pane (the status line while a program has the screen) to match; returns every visible row. */
+  async waitLastRow(name: string, pattern: RegExp, timeoutMs = 15_000): Promise<string[]> {
+    try {
+      return await waitFor(`${pattern} on the last row of ${name}`, () => {
+        const rows = this.visibleRows(name);
+        return pattern.test(rows[rows.length - 1] ?? '') ? rows : undefined;
+      }, timeoutMs);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n--- pane ${name} ---\n${this.visibleRows(name).join('\n')}`);
+    }
+  }
+
   async waitStatus(name: string, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
     try {
       return await waitFor(`status ${pattern} in pane ${name}`, () => {

@@ -15,7 +15,7 @@ describe('examples/watch-session.mjs', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('approve? echo hello from the example');
     expect(r.stdout).toContain('$ echo hello from the example');
-    expect(r.stdout).toContain('hello from the example\n');
+    expect(r.stdout).toMatch(/hello from the example\r?\n/); // \r\n from a pseudo-terminal
     expect(r.stdout).toMatch(/turn completed \(exit 0\)/);
   });
 
@@ -25,13 +25,13 @@ describe('examples/watch-session.mjs', () => {
     const id = made.stdout.trim();
     const pid = readRecordFile(t.home)?.pid;
     if (pid) t.pids.push(pid);
-    expect((await runCli(['send', id, 'echo old turn', '--wait'], t.env)).stdout).toBe('old turn\n');
+    expect((await runCli(['send', id, 'echo old turn', '--wait'], t.env)).stdout).toMatch(/^old turn\r?\n$/);
 
     const r = await runNode([path.join(ROOT, 'examples', 'watch-session.mjs'), 'echo new turn', id.slice(4, 22)], t.env, 30_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`session ${id}`);
     expect(r.stdout).not.toContain('old turn');
-    expect(r.stdout).toMatch(/\$ echo new turn\nnew turn\nturn completed \(exit 0\)/);
+    expect(r.stdout).toMatch(/\$ echo new turn\nnew turn\r?\nturn completed \(exit 0\)/);
     // It gave control back: the session is free at once.
     const list = JSON.parse((await runCli(['sessions', '--json'], t.env)).stdout) as { controller: unknown }[];
     expect(list[0]!.controller).toBeNull();
@@ -63,7 +63,7 @@ describe("README's 'Use it from code'", () => {
       const pid = readRecordFile(t.home)?.pid;
       if (pid) t.pids.push(pid);
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toBe('hello\n');
+      expect(r.stdout).toMatch(/^hello\r?\n$/);
       // It let go of control: the session is not locked for the grace period.
       const list = JSON.parse((await runCli(['sessions', '--json'], t.env)).stdout) as { controller: unknown }[];
       expect(list[0]!.controller).toBeNull();

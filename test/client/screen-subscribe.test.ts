@@ -124,4 +124,23 @@ describe('screen subscriptions through the daemon', () => {
     expect(sub.subscribeParams()).toEqual({ sessionId: session.id, sinceSeq: sub.lastSeq });
     await expect(other.subscribe('ses_x', { historyLines: 0 })).rejects.toThrow(/historyLines/);
   });
+
+  it('on pipes (ASTRA_TERMINAL=pipes): command.started says tty: false, no screen comes, and the output arrives as events', async () => {
+    const t = testHome({ ASTRA_TERMINAL: 'pipes' });
+    const client = await t.client();
+    const { session } = await client.session.create({ approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    const { turnId } = await client.turn.start({ sessionId: session.id, input: { text: `printf 'out\\n'; printf 'err\\n' >&2; sleep 30` } });
+    const other = await t.client({ clientName: 'other' });
+    const got: SessionEvent[] = [];
+    let screens = 0;
+    let replayed = false;
+    await waitFor('both outputs', async () => ((await client.session.read({ sessionId: session.id })).events.filter((e) => e.type === 'command.output').length >= 2 ? true : undefined));
+    await other.subscribe(session.id, { screen: true, onEvent: (e) => void got.push(e), onScreen: () => void screens++, onReplayed: () => (replayed = true) });
+    await waitFor('the backlog', () => replayed);
+    expect(screens).toBe(0);
+    expect(got.find((e): e is SessionEvent<'command.started'> => e.type === 'command.started')!.data.tty).toBe(false);
+    expect(outputOf(got, turnId).map((e) => `${e.data.stream}:${Buffer.from(e.data.data).toString()}`).sort()).toEqual(['stderr:err\n', 'stdout:out\n']);
+    await client.turn.cancel({ sessionId: session.id, turnId });
+  });
 });

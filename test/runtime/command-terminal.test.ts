@@ -75,7 +75,7 @@ describe('commands in a pseudo-terminal', () => {
     expect(await reason(rt.commandInput(id, 'turn_nope', Buffer.from('x')))).toBe('not_found');
   });
 
-  it('on pipes (chosen, today\'s default) says tty: false, keeps stderr apart, and gives the command end-of-input at once, as before terminals', async () => {
+  it('on pipes (ASTRA_TERMINAL=pipes) says tty: false, keeps stderr apart, and gives the command end-of-input at once, as before terminals', async () => {
     const { rt, id, events, ended, output } = await setup('pipes');
     const { turnId } = await rt.startTurn(id, { text: 'read line; echo "got:[$line]"; echo err >&2' }, 'k1');
     const started = await waitFor('command.started', () => events.find((e): e is SessionEvent<'command.started'> => e.type === 'command.started'));

@@ -237,7 +237,7 @@ describe('astra web: events over SSE', () => {
     const done = await s.next((f) => f.event === 'turn.completed');
     const out = await s.next((f) => f.event === 'command.output');
     expect(out.data.data.encoding).toBe('base64');
-    expect(Buffer.from(out.data.data.data, 'base64').toString()).toBe('hello\n');
+    expect(Buffer.from(out.data.data.data, 'base64').toString()).toMatch(/^hello\r?\n$/); // \r\n from a pseudo-terminal
     for (const f of s.frames.filter((x) => x.id !== undefined)) {
       expect(Number(f.id)).toBe(f.data.seq);
       expect(f.event).toBe(f.data.type);
@@ -307,7 +307,7 @@ describe('astra web: events over SSE', () => {
     expect(resolved.data.data.decision).toBe('approve');
     await s.next((f) => f.event === 'turn.completed');
     const out = s.frames.find((f) => f.event === 'command.output')!;
-    expect(Buffer.from(out.data.data.data, 'base64').toString()).toBe('approved\n');
+    expect(Buffer.from(out.data.data.data, 'base64').toString()).toMatch(/^approved\r?\n$/);
     const retry = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 't', body: { decision: 'approve', revision: approvalId, idempotencyKey: 'a2' } });
     expect(retry.body.outcome).toBe('accepted');
     const late = await request(g.port, 'POST', `/v1/approvals/${approvalId}`, { cookie, tab: 't', body: { decision: 'deny', revision: approvalId, idempotencyKey: 'a3' } });

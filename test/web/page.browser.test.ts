@@ -102,7 +102,7 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
       expect(await tab2.textContent('.card.approval .actions')).toMatch(/read-only/);
       await shoot(tab1, home, 'approval');
       await tab1.click('.card.approval button.approve');
-      for (const t of [tab1, tab2]) await waitProbe(t, 'the command output in the terminal', (p) => p.terminal.includes('from-the-browser\n'));
+      for (const t of [tab1, tab2]) await waitProbe(t, 'the command output in the terminal', (p) => /from-the-browser\r?\n/.test(p.terminal));
       await tab1.waitForSelector('.card.approval.resolved');
       if (tmux) await tmux.waitScreen('t', /from-the-browser/);
       await shoot(tab1, home, 'session');
@@ -120,7 +120,7 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
         // The daemon offers the pending prompt to the terminal, which answers it.
         await tmux.waitScreen('t', /\[y\/n\]/);
         tmux.type('t', 'y');
-        await waitProbe(tab1, 'the second command to run', (p) => p.terminal.includes('second\n'));
+        await waitProbe(tab1, 'the second command to run', (p) => /second\r?\n/.test(p.terminal));
       }
       const cookie = await cookieOf(tab1, g.port);
       const seqs = await journalSeqs(g, cookie, id);
@@ -147,7 +147,7 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
     await send(tab, 'for i in $(seq 1 40); do echo line$i; sleep 0.05; done');
     await tab.waitForSelector('.card.approval button.approve', { timeout: 20_000 });
     await tab.click('.card.approval button.approve');
-    await waitProbe(tab, 'output to stream', (p) => p.terminal.includes('line5\n'));
+    await waitProbe(tab, 'output to stream', (p) => /line5\r?\n/.test(p.terminal));
     const before = readRecordFile(home)!.pid;
     process.kill(before, 'SIGKILL');
     // The tab's client starts a new daemon, reclaims the lease and resubscribes from its last seq.
@@ -165,7 +165,7 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
     await send(tab, 'echo after-crash');
     await tab.waitForSelector('.card.approval:not(.resolved) button.approve', { timeout: 20_000 });
     await tab.click('.card.approval:not(.resolved) button.approve');
-    await waitProbe(tab, 'the command after the crash', (p) => p.terminal.includes('after-crash\n'), 30_000);
+    await waitProbe(tab, 'the command after the crash', (p) => /after-crash\r?\n/.test(p.terminal), 30_000);
     let seqs = await journalSeqs(g, cookie, id);
     await waitProbe(tab, 'every event once', (p) => p.seqs.length >= seqs.length);
     expect((await probe(tab)).seqs).toEqual(seqs);
@@ -183,7 +183,7 @@ describe.skipIf(skipChromium)('the page in chromium', () => {
     expect((await runCli(['take', id], env)).code).toBe(0);
     const sent = await runCli(['send', id, 'echo from-the-cli', '--wait', '--yes'], env, 30_000);
     expect(sent.code, sent.stderr).toBe(0);
-    await waitProbe(tab, 'the terminal command in the page', (p) => p.terminal.includes('from-the-cli\n'), 30_000);
+    await waitProbe(tab, 'the terminal command in the page', (p) => /from-the-cli\r?\n/.test(p.terminal), 30_000);
     seqs = await journalSeqs(g, cookie, id);
     await waitProbe(tab, 'every event once', (p) => p.seqs.length >= seqs.length);
     expect((await probe(tab)).seqs).toEqual(seqs);

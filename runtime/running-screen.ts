@@ -6,15 +6,16 @@
 // took the size). A subscription made with `screen: true` captures it: the screen exactly as the
 // output through `atSeq` left it.
 //
-// The emulator parses on the event loop, in slices. So that a flood neither blocks the daemon nor
-// grows its memory, the engine is told "behind" (EngineContext.emit answers false) once more than
+// The emulator parses on a worker thread where the built package has its script
+// (terminal/remote-screen.ts), else on the event loop, in slices. So that a flood neither blocks the
+// daemon nor grows its memory, the engine is told "behind" (EngineContext.emit answers false) once more than
 // HIGH_WATER bytes wait to be parsed, and its drained() waits for the parser too: the program is
 // held back, as a real terminal holds back a program writing faster than it draws. Past HARD_LIMIT
 // (an engine that ignores backpressure) the screen is given up: subscribers then get the command's
 // output as events, as without `screen`.
 import type { EventType } from '../protocol/index.js';
 import type { RuntimeLogger } from './logger.js';
-import { CommandScreen } from './terminal/screen.js';
+import { openScreen, type ScreenHandle } from './terminal/remote-screen.js';
 
 /** Bytes waiting for the emulator past which the engine is told it is behind. */
 const HIGH_WATER = 4 * 1024 * 1024;
@@ -41,7 +42,7 @@ interface Current {
   fromSeq: number;
   /** The seq of the last command.output written to the screen (fromSeq before any). */
   atSeq: number;
-  screen: CommandScreen;
+  screen: ScreenHandle;
 }
 
 export class RunningScreen {
@@ -50,16 +51,17 @@ export class RunningScreen {
   constructor(
     private readonly sessionId: string,
     private readonly logger: RuntimeLogger,
-    private readonly enabled: boolean,
+    /** true: on the screen worker thread where it can run (remote-screen.ts); 'inline': on this thread; false: no screens. */
+    private readonly enabled: boolean | 'inline',
   ) {}
 
   /** Every appended event but command.output (see output). */
   onEvent(type: EventType, seq: number, data: { turnId?: string; tty?: boolean }, size: { cols: number; rows: number }): void {
     if (type === 'command.started') {
       this.dispose();
-      if (!this.enabled || data.tty !== true || data.turnId === undefined) return;
+      if (this.enabled === false || data.tty !== true || data.turnId === undefined) return;
       try {
-        this.current = { turnId: data.turnId, fromSeq: seq, atSeq: seq, screen: new CommandScreen(size) };
+        this.current = { turnId: data.turnId, fromSeq: seq, atSeq: seq, screen: openScreen(size, this.enabled === 'inline' ? 'inline' : 'worker') };
       } catch (e) {
         this.logger.warn({ sessionId: this.sessionId, err: (e as Error).message }, 'no screen for this command; subscribers get its output as events');
       }
@@ -72,7 +74,10 @@ export class RunningScreen {
     if (!c || c.turnId !== turnId) return;
     c.screen.write(data);
     c.atSeq = seq;
-    if (c.screen.pendingBytes > HARD_LIMIT) {
+    if (c.screen.broken) {
+      this.logger.warn({ sessionId: this.sessionId, turnId }, 'the command screen was lost (its worker stopped); subscribers get the output as events');
+      this.dispose();
+    } else if (c.screen.pendingBytes > HARD_LIMIT) {
       this.logger.warn({ sessionId: this.sessionId, turnId, pendingBytes: c.screen.pendingBytes }, 'the command screen fell too far behind its output; given up (subscribers get the output as events)');
       this.dispose();
     }
@@ -103,7 +108,9 @@ export class RunningScreen {
     try {
       snap = await c.screen.snapshot();
     } catch {
-      return undefined; // disposed meanwhile: the command ended, its output is all in events
+      // Disposed meanwhile (the command ended: its output is all in events), or lost with its worker.
+      if (this.current === c && c.screen.broken) this.dispose();
+      return undefined;
     }
     let scrollback = snap.scrollback.join('\n');
     if (scrollback.length > MAX_SCROLLBACK_CHARS) {

@@ -31,9 +31,11 @@ export interface RuntimeOptions {
   journalDirectIO?: boolean;
   /**
    * Keep a headless terminal emulator per command running in a pseudo-terminal, for subscriptions
-   * made with `screen: true` (default true; false: they get the output as events, for comparison).
+   * made with `screen: true`. true (default): parsed on a worker thread where the built package has
+   * its script, else on the event loop; 'inline': on the event loop; false: none (subscribers get the
+   * output as events).
    */
-  commandScreens?: boolean;
+  commandScreens?: boolean | 'inline';
   logger?: RuntimeLogger;
   now?: () => number;
   /**

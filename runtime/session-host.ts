@@ -29,7 +29,7 @@ export interface HostOptions {
   /** Large records are written to the journal with direct I/O where the file system takes it (RuntimeOptions.journalDirectIO). */
   directIO: boolean;
   /** Keep the screen of a command running in a pseudo-terminal (RuntimeOptions.commandScreens). */
-  commandScreens: boolean;
+  commandScreens: boolean | 'inline';
   onPublish(e: StoredEvent): void;
   /** The session's disk filled (err) or has room again (undefined). */
   onBlocked(host: SessionHost, err: AstraError | undefined): void;

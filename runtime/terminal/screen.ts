@@ -50,6 +50,8 @@ export interface CommandScreenOptions {
   cols: number;
   rows: number;
   scrollbackLines?: number;
+  /** Told each time a write's bytes have been parsed (the screen's worker reports it to the daemon). */
+  onParsed?: (bytes: number) => void;
 }
 
 export class CommandScreen {
@@ -63,8 +65,10 @@ export class CommandScreen {
   private parsedWaiters: { below: number; resolve: () => void }[] = [];
   /** Snapshots asked for and not taken yet: refused if the screen is disposed first. */
   private readonly snapshotWaiters = new Set<(e: Error) => void>();
+  private readonly onParsed: ((bytes: number) => void) | undefined;
 
   constructor(opts: CommandScreenOptions) {
+    this.onParsed = opts.onParsed;
     checkTerminalSize(opts.cols, opts.rows);
     this.scrollbackLines = opts.scrollbackLines ?? DEFAULT_SCROLLBACK_LINES;
     this.term = new Terminal({ cols: opts.cols, rows: opts.rows, scrollback: this.scrollbackLines, allowProposedApi: true });
@@ -79,6 +83,11 @@ export class CommandScreen {
 
   get rows(): number {
     return this.size.rows;
+  }
+
+  /** Never: a screen on this thread cannot lose its emulator (a RemoteScreen can, see remote-screen.ts). */
+  get broken(): boolean {
+    return false;
   }
 
   /** Bytes written and not parsed yet. */
@@ -96,6 +105,7 @@ export class CommandScreen {
 
   private parsed(n: number): void {
     this.pending -= n;
+    this.onParsed?.(n);
     if (this.parsedWaiters.length === 0) return;
     const still: { below: number; resolve: () => void }[] = [];
     for (const w of this.parsedWaiters) (this.pending < w.below ? w.resolve() : still.push(w));

@@ -176,10 +176,6 @@ export class TermPanes extends Tmux {
     this.run(['resize-window', '-t', name, '-x', String(cols), '-y', String(rows)]);
   }
 
-  async waitLastRow(name: string, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
-    return this.waitOn(name, `last row ${pattern}`, () => this.lastRow(name), pattern, timeoutMs);
-  }
-
   async waitVisible(name: string, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
     return this.waitOn(name, `visible ${pattern}`, () => this.visible(name), pattern, timeoutMs);
   }

@@ -75,8 +75,10 @@ describe.skipIf(skip)('interactive programs through astra attach', () => {
     const id = await newSession(d, 'resize');
     t.attach('a', id);
     await t.waitStatus('a', UI.controlling);
-    t.type('a', 'tty; stty size; read x; stty size', true);
-    await t.waitVisible('a', /^\/dev\/pts\/\d+\n/m);
+    t.type('a', 'tty; read x; stty size; read x; stty size', true);
+    await t.waitVisible('a', /^\/dev\/pts\/\d+$/m);
+    await t.waitLastRow('a', UI.running);
+    t.key('a', 'Enter');
     await t.waitVisible('a', new RegExp(`^${ROWS - 1} 120$`, 'm'));
 
     t.resize('a', 100, 30);
@@ -86,6 +88,19 @@ describe.skipIf(skip)('interactive programs through astra attach', () => {
     t.key('a', 'Enter');
     await t.waitVisible('a', /^29 100$/m);
     await t.waitScreen('a', UI.turnCompleted(0));
+  });
+
+  // Fails now and then (a product bug): command/resize needs the turn's id, so attach can send its size
+  // only once turn/start has answered, and a program that reads its size at once — stty size here,
+  // the first screen of vim or top — may still see 80×24 (it gets SIGWINCH afterwards).
+  it('the first command of a session starts at the controller\'s size', async () => {
+    const t = tmuxFor(d);
+    const id = await newSession(d, 'first size');
+    t.attach('a', id);
+    await t.waitStatus('a', UI.controlling);
+    t.type('a', 'stty size', true);
+    const s = await t.waitScreen('a', UI.turnCompleted(0));
+    expect(s).toMatch(new RegExp(`^${ROWS - 1} 120$`, 'm'));
   });
 
   it('Ctrl-C goes to the program; Ctrl-] then Ctrl-C cancels the turn', async () => {

@@ -7,6 +7,7 @@
 //   the command gives the screen back.
 // Writes made in one tick go out as one write, so a flood of output stays cheap. Widths are display
 // columns (CJK and emoji take two), never UTF-16 units.
+import { OutputFilter, restoreSequence } from '../terminal/modes.js';
 import { RawScreen, type ScreenImage } from './attach-terminal.js';
 import type { RenderedLine } from './terminal/line-editor.js';
 import { displayWidth, fitWidth } from './terminal/width.js';
@@ -41,6 +42,10 @@ export class AttachView {
   private readonly raw: RawScreen;
   /** Lines of information that came while a command had the screen: printed when it gives it back. */
   private deferred: string[] = [];
+  /** Output on the line view (pipes, chat) passes the same filter: no title or clipboard changes. */
+  private lineFilter = new OutputFilter();
+  /** Escape sequences went through on the line view since the last command ended. */
+  private lineEscapes = false;
   private readonly onResize = (): void => {
     if (this.raw.isActive) this.push(this.raw.resize(this.cols, this.rows));
     this.schedule();
@@ -86,6 +91,10 @@ export class AttachView {
       this.push(this.raw.output(Buffer.from(text)));
       return;
     }
+    if (text.includes('\x1b')) {
+      text = this.lineFilter.push(Buffer.from(text)).toString('utf8');
+      this.lineEscapes = true;
+    }
     const all = this.partial + text;
     const nl = all.lastIndexOf('\n');
     if (nl >= 0) {
@@ -114,6 +123,20 @@ export class AttachView {
     }
     this.takePartial();
     this.push(`${text}\n`);
+    this.schedule();
+  }
+
+  /**
+   * A command on the line view ended: if its output carried escape sequences, the modes it may have
+   * set (mouse, keypad, cursor) are reset, with the cursor kept where it is.
+   */
+  commandEnded(): void {
+    if (this.closed || this.raw.isActive || !this.lineEscapes) return;
+    this.lineEscapes = false;
+    this.lineFilter = new OutputFilter();
+    if (!this.tty) return;
+    this.takePartial();
+    this.push(`\x1b7${restoreSequence({ leaveAlternateScreen: false })}\x1b8\x1b[0m\x1b[?2004h`);
     this.schedule();
   }
 

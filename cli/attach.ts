@@ -234,7 +234,8 @@ class Attach implements KeyHost {
         if (this.program.output(event.data.turnId, event.data.data)) return;
         break;
       case 'command.completed':
-        this.program.ended(event.data.turnId);
+        if (this.program.turnId === event.data.turnId) this.program.ended(event.data.turnId);
+        else this.view.commandEnded();
         break;
       case 'turn.completed':
         this.program.ended(event.data.turnId);

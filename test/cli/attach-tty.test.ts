@@ -177,6 +177,29 @@ describe.skipIf(skipTmux)('astra attach: attaching while a program runs', () => 
   });
 });
 
+describe.skipIf(skipTmux)('astra attach: commands on pipes', () => {
+  it('keeps the line view (Ctrl-C cancels), and its output can neither set the title nor leave a mode on', async () => {
+    const home = makeHome('apipe');
+    const env = envFor(home, { ASTRA_TERMINAL: 'pipes' });
+    const tmux = new Tmux(env);
+    cleanups.push(() => cleanupHome(home));
+    cleanups.push(() => tmux.destroy());
+    const id = await newSession(env);
+    tmux.start('a', ['attach', id]);
+    await tmux.waitStatus('a', /you control this session/);
+    const title = tmux.format('a', '#{pane_title}');
+    tmux.type('a', String.raw`printf '\033]2;EVIL\007\033[?1000hon pipes\n'; sleep 1`, true);
+    await tmux.waitScreen('a', /^on pipes$/m);
+    await tmux.waitScreen('a', /turn completed \(exit 0\)/);
+    expect(tmux.format('a', MODES)).toBe('0 0 1');
+    expect(tmux.format('a', '#{pane_title}')).toBe(title);
+    tmux.type('a', 'echo begin; sleep 30', true);
+    await tmux.waitStatus('a', /you control this session │ turn running │ Ctrl-C cancel/);
+    tmux.key('a', 'C-c');
+    await tmux.waitScreen('a', /turn cancelled/);
+  });
+});
+
 describe.skipIf(skipTmux)('astra attach: widths', () => {
   it('a CJK and emoji title lays out on one status row, and the input line edits whole characters', async () => {
     const { env, tmux } = setup();

@@ -10,6 +10,8 @@ import { runIpcBench } from './ipc/ipc-bench.js';
 import { runJournalBench } from './journal/journal-bench.js';
 import { CHAT_OBSERVERS, LONG_ROUNDS, LONG_TOKENS, runChatBench, type ChatFigures } from './chat/chat-bench.js';
 import { DaemonProc } from './daemon-proc.js';
+import { runTerminalBench } from './terminal/terminal-bench.js';
+import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
 import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
 import { CLI, HERE, PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child } from './lib.js';
 
@@ -35,7 +37,7 @@ const FLOOD_EVENTS = 50_000;
 const STARTUP_REPEATS = 5;
 const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
 /**
- * BENCH_ONLY=peers,astra,cold,fan,startup,memory,journal,ipc,chat runs a subset (for profiling); the
+ * BENCH_ONLY=peers,astra,cold,fan,startup,memory,journal,ipc,chat,terminal runs a subset (for profiling); the
  * default is all. BENCH_ONLY=rt runs only the round trips of bare and Astra, beside each other
  * (the full run measures them in `peers` and `astra`).
  */
@@ -542,6 +544,12 @@ async function main(): Promise<void> {
     chat = await runChatBench((l) => log(l));
   }
 
+  let terminal: TerminalResult | undefined;
+  if (runs('terminal')) {
+    log('terminal: astra attach beside tmux (key to echo, seq to two clients, cold attach)');
+    terminal = await runTerminalBench((l) => log(l));
+  }
+
   const nodeMs = med('startup.nodeMs', 'astra') ?? NaN;
   const figures: Figure[] = [
     figure('rt.p50us', 'round trip, 1 in flight, p50', 'µs', 'lower', '≤ 1.2× bare', (_a, r) => r !== undefined && r <= 1.2),
@@ -594,6 +602,8 @@ async function main(): Promise<void> {
       jf('chat.cpuMsPerAnswer', 'chat: CPU the daemon spends on one 50,000-token answer, 16 observers (bare: the direct reader\'s)', 'ms', 'lower', chat.daemonCpuMsPerAnswer, chat.directCpuMsPerAnswer, '', true),
     );
   }
+  // The terminal rows' baseline is tmux (in the bare column).
+  if (terminal) figures.push(...terminalFigures(terminal));
   for (const f of figures) if (f.target === '') f.pass = undefined;
 
   const durationSec = (wallMs() - t0) / 1000;
@@ -618,8 +628,9 @@ async function main(): Promise<void> {
     log('a partial run (BENCH_ONLY): REPORT.md and results.json left as they were');
     return;
   }
-  fs.writeFileSync(path.join(SRC_BENCH, 'results.json'), JSON.stringify({ ...meta, figures, samples, journal, ipc, chat }, null, 2) + '\n');
+  fs.writeFileSync(path.join(SRC_BENCH, 'results.json'), JSON.stringify({ ...meta, figures, samples, journal, ipc, chat, terminal }, null, 2) + '\n');
   writeReportTable(figures, meta);
+  if (terminal) writeTerminalTable(terminalFigures(terminal), terminal);
 }
 
 const TABLE_START = '<!-- bench:table:start -->';

@@ -31,6 +31,17 @@ export const PYTHON_MSGPACK: SystemTool = { name: 'python3 with msgpack', pkg: '
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 export const CHROMIUM: SystemTool = { name: 'chromium', pkg: 'chromium', probe: () => runs(CHROMIUM_PATH, ['--version']) };
 
+/** vim, or Debian's vim-tiny (vim.tiny) where only that is installed. */
+export function vimCommand(): string | undefined {
+  for (const candidate of ['vim', 'vim.basic', 'vim.tiny']) if (runs(candidate, ['--version'])) return candidate;
+  return undefined;
+}
+
+export const VIM: SystemTool = { name: 'vim', pkg: 'vim-tiny', probe: () => vimCommand() !== undefined };
+
+/** top, from Debian's procps (not in every minimal image). */
+export const TOP: SystemTool = { name: 'top', pkg: 'procps', probe: () => runs('top', ['-V']) };
+
 const checked = new Map<SystemTool, boolean>();
 
 /**

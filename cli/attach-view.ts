@@ -24,6 +24,14 @@ export interface Footer {
   editor?: { render(cols: number): RenderedLine; readonly value: string; readonly cursorIndex: number } | undefined;
 }
 
+/** The cursor's column after `text` is written from column `from` (0-based), or undefined when unsure (tabs, escapes). */
+function columnAfter(from: number, text: string): number | undefined {
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x08\x0a-\x0c\x0e-\x1f\x7f\t]/.test(text)) return undefined;
+  const cr = text.lastIndexOf('\r');
+  return cr >= 0 ? displayWidth(text.slice(cr + 1)) : from + displayWidth(text);
+}
+
 const SGR: Record<Footer['statusColour'], string> = { green: '42;30', yellow: '43;30', red: '41;97', cyan: '46;30', gray: '100;97' };
 
 /** Partial output lines are shown after this long without their newline (a prompt, a progress dot). */
@@ -46,7 +54,15 @@ export class AttachView {
   private lineFilter = new OutputFilter();
   /** Escape sequences went through on the line view since the last command ended. */
   private lineEscapes = false;
+  /**
+   * A partial output line is on screen, shown after PARTIAL_FLUSH_MS: the column where it stopped.
+   * On a TTY it was ended by a line end of our own (the footer goes below it), so the rest of the line
+   * goes back up to this column; without a TTY nothing ended it. Cleared by anything else printed.
+   */
+  private openLine: number | undefined;
   private readonly onResize = (): void => {
+    // The terminal may have rewrapped the open line: its rest starts a new one.
+    this.openLine = undefined;
     if (this.raw.isActive) this.push(this.raw.resize(this.cols, this.rows));
     this.schedule();
     this.resized?.();
@@ -98,7 +114,7 @@ export class AttachView {
     const all = this.partial + text;
     const nl = all.lastIndexOf('\n');
     if (nl >= 0) {
-      this.push(all.slice(0, nl + 1));
+      this.pushOutput(all.slice(0, nl + 1), false);
       this.partial = all.slice(nl + 1);
     } else {
       this.partial = all;
@@ -106,7 +122,7 @@ export class AttachView {
     if (this.partial && !this.partialTimer) {
       this.partialTimer = setTimeout(() => {
         this.partialTimer = undefined;
-        this.takePartial();
+        this.showPartial();
         this.schedule();
       }, PARTIAL_FLUSH_MS);
       this.partialTimer.unref();
@@ -242,15 +258,53 @@ export class AttachView {
   }
 
   private push(piece: string | Buffer): void {
-    if (piece.length > 0) this.pending.push(piece);
+    if (piece.length === 0) return;
+    // Without a TTY an open line has no line end yet: whatever else comes starts on a line of its own.
+    if (this.openLine !== undefined && !this.tty) this.pending.push('\n');
+    this.openLine = undefined;
+    this.pending.push(piece);
   }
 
-  private takePartial(): void {
+  /**
+   * Command output on the line view, continuing an open line if there is one. `open`: the text is a
+   * partial line shown before its end came (see openLine).
+   */
+  private pushOutput(text: string, open: boolean): void {
+    const from = this.openLine;
+    let piece = text;
+    if (from !== undefined) {
+      this.openLine = undefined;
+      // From the row below (the footer was erased there): up one, to where the line stopped.
+      if (this.tty) piece = `\x1b[1A\x1b[${from + 1}G${text}`;
+      this.pending.push(piece);
+    } else this.push(piece);
+    if (!open) return;
+    if (this.tty) this.pending.push('\n');
+    const col = columnAfter(from ?? 0, text);
+    // A line that filled the row (or whose width is unknown) is not reopened: its rest starts a new one.
+    this.openLine = col !== undefined && col < this.cols - 1 ? col : undefined;
+  }
+
+  /** A partial line that waited long enough is shown; its rest continues it. */
+  private showPartial(): void {
     if (!this.partial) return;
-    this.push(`${this.partial}\n`);
+    const text = this.partial;
     this.partial = '';
+    this.pushOutput(text, true);
+  }
+
+  /** Ends a partial line: something else is printed after it. */
+  private takePartial(): void {
     if (this.partialTimer) clearTimeout(this.partialTimer);
     this.partialTimer = undefined;
+    if (this.partial) {
+      const text = this.partial;
+      this.partial = '';
+      this.pushOutput(`${text}\n`, false);
+    } else if (this.openLine !== undefined && !this.tty) {
+      this.pending.push('\n');
+      this.openLine = undefined;
+    }
   }
 
   private schedule(): void {

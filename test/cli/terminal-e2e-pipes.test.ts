@@ -32,9 +32,8 @@ describe.skipIf(skip)('commands on pipes (ASTRA_TERMINAL=pipes)', () => {
     expect([...streams].sort()).toEqual(['stderr', 'stdout']);
   });
 
-  // Fails today (a product bug): in line mode (no pseudo-terminal) cli/attach-view.ts prints a partial
-  // line that waited PARTIAL_FLUSH_MS with a '\n' after it (takePartial), so the rest of the line comes
-  // on the next row: "Downloading... " then "done". The replay and `astra log` show one line.
+  // A partial line shown after its wait is continued in place when the rest comes (it used to be
+  // ended by a line end of the view's own, so "done" came on the next row; replay was right).
   it('a partial line finished later is one line live on pipes too', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'pipes partial');

@@ -275,7 +275,9 @@ class Attach implements KeyHost {
 
   startTurn(text: string): void {
     // A dropped connection mid-call is resolved by the client (mutation/status, same key).
-    this.client.startTurn(this.id, text).catch((e: unknown) => {
+    // The turn's command starts at this terminal's size (less the status row), not 80×24.
+    const terminal = this.view.tty ? this.view.programSize() : undefined;
+    this.client.startTurn(this.id, text, terminal ? { terminal } : {}).catch((e: unknown) => {
       const msg = e instanceof Error ? e.message : String(e);
       if (isAstraError(e, 'turn_in_progress')) this.notice('a turn is already running: wait for it, or press Ctrl-C to cancel it', 'yellow');
       else this.notice(`could not start the turn: ${msg}`, 'red');

@@ -86,6 +86,8 @@ export interface StartTurnOptions extends CallOptions {
   idempotencyKey?: string;
   /** An explicit lease epoch instead of the held lease's. */
   epoch?: number;
+  /** The terminal size the session's commands get from this turn on (the controller's terminal). */
+  terminal?: { cols: number; rows: number };
 }
 
 export class Calls {
@@ -217,8 +219,14 @@ export class Calls {
    * first result anyway, so no path can start a second turn.
    */
   async startTurn(sessionId: string, text: string, opts: StartTurnOptions = {}): Promise<ResultOf<'turn/start'>> {
-    const { idempotencyKey = crypto.randomUUID(), epoch, ...callOpts } = opts;
-    const params: ClientParams<'turn/start'> = { sessionId, input: { text }, idempotencyKey, ...(epoch !== undefined ? { epoch } : {}) };
+    const { idempotencyKey = crypto.randomUUID(), epoch, terminal, ...callOpts } = opts;
+    const params: ClientParams<'turn/start'> = {
+      sessionId,
+      input: { text },
+      idempotencyKey,
+      ...(epoch !== undefined ? { epoch } : {}),
+      ...(terminal !== undefined ? { terminal } : {}),
+    };
     for (let sent = 0; ; sent++) {
       try {
         return await this.call('turn/start', params, callOpts);

@@ -65,7 +65,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return {};
     },
     // The idle timer checks for running turns when it fires, so starting one needs no cancel here.
-    'turn/start': (p) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey),
+    'turn/start': (p) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal),
     'turn/cancel': (p) => rt.cancelTurn(p.sessionId, p.turnId),
     'command/input': (p) => rt.commandInput(p.sessionId, p.turnId, p.data),
     'command/resize': (p) => rt.commandResize(p.sessionId, p.turnId, p.cols, p.rows),

@@ -237,7 +237,17 @@ export const METHODS = {
   }),
   'turn/start': method({
     summary: 'Start a turn with the given input (controller only; one turn at a time).',
-    params: obj({ sessionId: sessionId(), epoch: epoch(), input: obj({ text: str() }), idempotencyKey: idempotencyKey() }),
+    /**
+     * `terminal`: the controller's terminal size for the session's commands from this turn on (as
+     * command/resize sets it), so the turn's first command starts at the right size.
+     */
+    params: obj({
+      sessionId: sessionId(),
+      epoch: epoch(),
+      input: obj({ text: str() }),
+      idempotencyKey: idempotencyKey(),
+      terminal: opt(obj({ cols: int({ min: 1, max: 1000 }), rows: int({ min: 1, max: 1000 }) })),
+    }),
     result: obj({ turnId: str() }),
     policy: { ...WRITE, idempotencyKey: 'required' },
   }),

@@ -363,8 +363,8 @@ export class Runtime {
 
   // ---- turns ----
 
-  async startTurn(id: string, input: { text: string }, idempotencyKey: string): Promise<{ turnId: string }> {
-    return this.turns.start(await this.load(id), input.text, idempotencyKey);
+  async startTurn(id: string, input: { text: string }, idempotencyKey: string, terminal?: { cols: number; rows: number }): Promise<{ turnId: string }> {
+    return this.turns.start(await this.load(id), input.text, idempotencyKey, terminal);
   }
 
   async cancelTurn(id: string, turnId?: string): Promise<{ turnId: string; status: TurnStatus }> {

@@ -49,8 +49,10 @@ async function runToolCommand(ctx: EngineContext, req: { command: string; cwd: s
 export class Turns {
   constructor(private readonly d: TurnDeps) {}
 
-  start(host: SessionHost, text: string, idempotencyKey: string): Promise<{ turnId: string }> {
+  start(host: SessionHost, text: string, idempotencyKey: string, terminal?: { cols: number; rows: number }): Promise<{ turnId: string }> {
     const max = this.d.maxInputChars;
+    // The size is the controller's for every later command, whatever becomes of this turn.
+    if (terminal) host.state.terminalSize = { cols: terminal.cols, rows: terminal.rows };
     if (text.length > max)
       return Promise.reject(
         new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { max_chars: max, actual_chars: text.length }),

@@ -90,9 +90,8 @@ describe.skipIf(skip)('interactive programs through astra attach', () => {
     await t.waitScreen('a', UI.turnCompleted(0));
   });
 
-  // Fails now and then (a product bug): command/resize needs the turn's id, so attach can send its size
-  // only once turn/start has answered, and a program that reads its size at once — stty size here,
-  // the first screen of vim or top — may still see 80×24 (it gets SIGWINCH afterwards).
+  // turn/start carries the controller's size (less the status row): before, attach could send it only
+  // once turn/start had answered, and `stty size` here sometimes saw 80×24.
   it('the first command of a session starts at the controller\'s size', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'first size');

@@ -66,6 +66,16 @@ describe('commands in a pseudo-terminal', () => {
     expect(output(second.turnId)).toContain('30 100');
   });
 
+  it('starts the first command of a session at the size turn/start carries, and keeps it for the next', async () => {
+    const { rt, id, ended, output } = await setup();
+    const first = await rt.startTurn(id, { text: 'stty size' }, 'k1', { cols: 132, rows: 41 });
+    await waitFor('the first turn to end', () => ended.get(first.turnId));
+    expect(output(first.turnId)).toMatch(/^41 132\r?$/m);
+    const second = await rt.startTurn(id, { text: 'stty size' }, 'k2');
+    await waitFor('the second turn to end', () => ended.get(second.turnId));
+    expect(output(second.turnId)).toMatch(/^41 132\r?$/m);
+  });
+
   it('answers input to an ended turn invalid_state and to an unknown turn not_found', async () => {
     const { rt, id, ended } = await setup();
     const { turnId } = await rt.startTurn(id, { text: 'true' }, 'k1');

@@ -102,6 +102,14 @@ export class SubscriptionFeed {
   stalled = false;
   /** A screen to capture before the backlog (screen: true), then to send where the stream reaches its atSeq. */
   private wantScreen: boolean;
+  /**
+   * Subscribed with screen: true. Such a subscriber that falls behind while a command runs in a
+   * pseudo-terminal catches up with the command's current screen instead of every byte it missed
+   * (as tmux redraws a slow client): the output in between is left out, the screen comes instead.
+   */
+  private readonly screenSubscriber: boolean;
+  /** The screen being captured is a catch-up: its scrollback is not sent again. */
+  private catchUp = false;
   private screen: ScreenCapture | undefined;
   /** The running command's output the screen stands for: command.output in (fromSeq, atSeq] is taken without delivering it. */
   private cut: { fromSeq: number; atSeq: number } | undefined;
@@ -115,6 +123,7 @@ export class SubscriptionFeed {
   ) {
     this.lastSeq = sinceSeq;
     this.wantScreen = opts.screen === true;
+    this.screenSubscriber = this.wantScreen;
     this.historyFromSeq = opts.historyFromSeq;
   }
 
@@ -141,6 +150,7 @@ export class SubscriptionFeed {
     if (e.seq <= this.lastSeq) return;
     if (this.deliver(e) || this.closed) return;
     this.phase = 'paused';
+    if (this.screenSubscriber) this.wantScreen = this.catchUp = true;
     this.startReplay(true);
   }
 
@@ -173,11 +183,14 @@ export class SubscriptionFeed {
     if (waitFirst) await this.waitForCapacity();
     if (this.wantScreen) {
       this.wantScreen = false;
+      const catchUp = this.catchUp;
+      this.catchUp = false;
       const cap = await src.captureScreen();
       if (this.closed || src.isClosed) return;
       // A screen older than what the subscriber asked to start after stands for nothing it needs.
       if (cap && cap.atSeq > this.lastSeq) {
-        this.screen = cap;
+        // The lines that scrolled by while it was behind are in the journal (astra log), not resent.
+        this.screen = catchUp ? { ...cap, scrollback: '' } : cap;
         this.cut = { fromSeq: Math.max(cap.fromSeq, this.lastSeq), atSeq: cap.atSeq };
       }
     }

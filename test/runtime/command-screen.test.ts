@@ -124,6 +124,59 @@ describe('a subscription with screen: true', () => {
     expect(got.map((e) => e.seq)).toEqual(all.filter((e) => !(e.type === 'command.output' && e.seq <= screen.atSeq)).map((e) => e.seq));
   });
 
+  it('a subscriber that falls behind while the program runs catches up with its current screen, not every byte it missed', async () => {
+    const { rt, id, all, ended } = await setup();
+    const got: SessionEvent[] = [];
+    const screens: ScreenCapture[] = [];
+    let replayed = false;
+    let refuse = true;
+    let release!: () => void;
+    const capacity = new Promise<void>((r) => (release = r));
+    const sub = await rt.subscribe(
+      id,
+      0,
+      {
+        onEvent: (e) => {
+          // The first output finds the subscriber's queue full: it is paused until capacity comes.
+          if (refuse && e.type === 'command.output') {
+            refuse = false;
+            return false;
+          }
+          got.push(e);
+          return true;
+        },
+        // Full only once it refused an event; before that it always has room.
+        waitForCapacity: () => (refuse ? Promise.resolve() : capacity),
+        onScreen: (sc) => void screens.push(sc),
+        onReplayed: () => (replayed = true),
+      },
+      { screen: true },
+    );
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the (empty) backlog', () => replayed);
+    const { turnId } = await rt.startTurn(id, { text: `for i in $(seq 1 300); do echo "row $i"; if [ $((i % 50)) = 0 ]; then sleep 0.02; fi; done; read x; echo done` }, 'k1');
+    await waitFor('all 300 rows written', () => Buffer.concat(outputOf(all, turnId).map((e) => e.data.data)).includes('row 300'));
+    expect(sub.phase).toBe('paused');
+    release();
+    await waitFor('the catch-up screen', () => screens[0]);
+    const screen = screens[0]!;
+    expect(screen.turnId).toBe(turnId);
+    // The lines that scrolled by are not sent again (they are in the journal).
+    expect(screen.scrollback).toBe('');
+    expect((await render(screen.cols, screen.rows, [screen.data])).join('\n')).toMatch(/row 300/);
+    await rt.commandInput(id, turnId, Buffer.from('\r'));
+    await waitFor('the turn to end', () => ended.get(turnId));
+    await waitFor('the subscriber to see the end', () => got.some((e) => e.type === 'turn.completed'));
+    // None of the output it missed came: only what followed the screen.
+    const mineOut = outputOf(got, turnId);
+    expect(mineOut.every((e) => e.seq > screen.atSeq)).toBe(true);
+    expect(outputOf(all, turnId).filter((e) => e.seq <= screen.atSeq).length).toBeGreaterThan(1);
+    const reference = await render(80, 24, outputOf(all, turnId).map((e) => e.data.data));
+    expect(await render(screen.cols, screen.rows, [screen.data, ...mineOut.map((e) => e.data.data)])).toEqual(reference);
+    // Every other event came, once, in order.
+    expect(got.map((e) => e.seq)).toEqual(all.filter((e) => !(e.type === 'command.output' && e.seq <= screen.atSeq)).map((e) => e.seq));
+  });
+
   it('without screen, a subscriber still gets every event from sinceSeq', async () => {
     const { rt, id, all, ended } = await setup();
     const { turnId } = await rt.startTurn(id, { text: `printf 'one\\n'; read x; printf 'two\\n'` }, 'k1');

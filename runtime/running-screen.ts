@@ -47,6 +47,11 @@ interface Current {
 
 export class RunningScreen {
   private current: Current | undefined;
+  /**
+   * The screen the last command left, for subscribers that were behind when it ended: they catch
+   * up with it instead of every byte they missed (see SubscriptionFeed). Until the next command.
+   */
+  private finished: Promise<ScreenCapture | undefined> | undefined;
 
   constructor(
     private readonly sessionId: string,
@@ -59,13 +64,32 @@ export class RunningScreen {
   onEvent(type: EventType, seq: number, data: { turnId?: string; tty?: boolean }, size: { cols: number; rows: number }): void {
     if (type === 'command.started') {
       this.dispose();
+      this.finished = undefined;
       if (this.enabled === false || data.tty !== true || data.turnId === undefined) return;
       try {
         this.current = { turnId: data.turnId, fromSeq: seq, atSeq: seq, screen: openScreen(size, this.enabled === 'inline' ? 'inline' : 'worker') };
       } catch (e) {
         this.logger.warn({ sessionId: this.sessionId, err: (e as Error).message }, 'no screen for this command; subscribers get its output as events');
       }
-    } else if (type === 'command.completed' || type === 'turn.completed') this.dispose();
+    } else if (type === 'command.completed' || type === 'turn.completed') this.finish();
+  }
+
+  /** The command ended: its last screen is kept (without scrollback) for subscribers still catching up. */
+  private finish(): void {
+    const c = this.current;
+    if (!c) return;
+    const last = this.capture();
+    this.current = undefined;
+    this.finished = last.then(
+      (cap) => (cap ? { ...cap, scrollback: '' } : undefined),
+      () => undefined,
+    );
+    void this.finished.finally(() => c.screen.dispose());
+  }
+
+  /** For a subscriber catching up: the running command's screen, or the one the last command left. */
+  captureCatchUp(): Promise<ScreenCapture | undefined> {
+    return this.current ? this.capture() : (this.finished ?? Promise.resolve(undefined));
   }
 
   /** A command.output as it is appended. */
@@ -87,6 +111,11 @@ export class RunningScreen {
   resize(turnId: string, cols: number, rows: number): void {
     const c = this.current;
     if (c && c.turnId === turnId) c.screen.resize(cols, rows);
+  }
+
+  /** A command with a screen is running. */
+  get running(): boolean {
+    return this.current !== undefined;
   }
 
   /** More output waits for the emulator than it should: the engine is told it is behind. */

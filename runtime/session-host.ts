@@ -230,8 +230,12 @@ export class SessionHost implements FeedSource {
     return stored;
   }
 
-  captureScreen(): Promise<ScreenCapture | undefined> {
-    return this.screen.capture();
+  captureScreen(catchUp = false): Promise<ScreenCapture | undefined> {
+    return catchUp ? this.screen.captureCatchUp() : this.screen.capture();
+  }
+
+  screenRunning(): boolean {
+    return this.screen.running;
   }
 
   appendInternal(kind: number, value: unknown): void {

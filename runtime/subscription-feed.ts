@@ -81,8 +81,13 @@ export interface FeedSource {
   readonly publishedSeq: number;
   readonly isClosed: boolean;
   readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<StoredEvent[]>;
-  /** The running command's screen through the output appended so far (undefined without one). */
-  captureScreen(): Promise<ScreenCapture | undefined>;
+  /**
+   * The running command's screen through the output appended so far (undefined without one).
+   * `catchUp`: for a subscriber that fell behind — the screen the last command left if it ended since.
+   */
+  captureScreen(catchUp?: boolean): Promise<ScreenCapture | undefined>;
+  /** A command with a screen is running (absent: never). */
+  screenRunning?(): boolean;
   /** The feed moved or stopped needing old events: the tail may evict them. */
   trimTail(): void;
   drop(feed: SubscriptionFeed): void;
@@ -91,6 +96,15 @@ export interface FeedSource {
 /** A subscriber waiting for capacity this long holds no events in the catch-up cache (see waitForCapacity). */
 const CATCHUP_STALL_MS = 200;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
+/**
+ * A screen subscriber fed more than FLOOD_BYTES of a command's output within FLOOD_WINDOW_MS gets
+ * frames instead: the output is left out and the command's screen comes every FRAME_MS, for as long
+ * as the output keeps coming that fast (as tmux redraws its clients at a bounded rate). About
+ * 2.5 MB/s: far above what anyone reads, far below a flood (`seq`, `cat` of a big file, a build).
+ */
+const FLOOD_WINDOW_MS = 50;
+const FLOOD_BYTES = 128 * 1024;
+const FRAME_MS = 33;
 const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
 
 export class SubscriptionFeed {
@@ -110,6 +124,14 @@ export class SubscriptionFeed {
   private readonly screenSubscriber: boolean;
   /** The screen being captured is a catch-up: its scrollback is not sent again. */
   private catchUp = false;
+  /** Output delivered live since floodSince (ms): past FLOOD_BYTES in FLOOD_WINDOW_MS it gets frames. */
+  private floodSince = 0;
+  private floodBytes = 0;
+  /** Getting frames: output left out since the last frame (the flood goes on while it is large). */
+  private framing = false;
+  private cutBytes = 0;
+  /** The replay reached output past the frame's screen while the flood goes on: the next frame is due. */
+  private frameDue = false;
   private screen: ScreenCapture | undefined;
   /** The running command's output the screen stands for: command.output in (fromSeq, atSeq] is taken without delivering it. */
   private cut: { fromSeq: number; atSeq: number } | undefined;
@@ -148,7 +170,11 @@ export class SubscriptionFeed {
       return;
     }
     if (e.seq <= this.lastSeq) return;
-    if (this.deliver(e) || this.closed) return;
+    if (this.deliver(e)) {
+      if (this.screenSubscriber && e.type === 'command.output' && !this.closed) this.watchFlood(e.bodyLength);
+      return;
+    }
+    if (this.closed) return;
     this.phase = 'paused';
     if (this.screenSubscriber) this.wantScreen = this.catchUp = true;
     this.startReplay(true);
@@ -163,8 +189,30 @@ export class SubscriptionFeed {
     }
   }
 
-  private startReplay(waitFirst: boolean): void {
-    this.replay(waitFirst).catch((err: Error) => {
+  /** Live output to a screen subscriber: a flood of it turns into frames. */
+  private watchFlood(bytes: number): void {
+    const now = Date.now();
+    if (now - this.floodSince > FLOOD_WINDOW_MS) {
+      this.floodSince = now;
+      this.floodBytes = 0;
+    }
+    this.floodBytes += bytes;
+    if (this.floodBytes <= FLOOD_BYTES || !this.source.screenRunning?.()) return;
+    this.floodBytes = 0;
+    this.framing = true;
+    this.nextFrame();
+  }
+
+  /** Pauses for a frame's time, then catches up with the screen (see FRAME_MS). */
+  private nextFrame(): void {
+    this.phase = 'paused';
+    this.wantScreen = this.catchUp = true;
+    this.cutBytes = 0;
+    this.startReplay(true, FRAME_MS);
+  }
+
+  private startReplay(waitFirst: boolean, delayMs = 0): void {
+    this.replay(waitFirst, delayMs).catch((err: Error) => {
       if (this.source.isClosed) return; // the runtime closed under a replay: nothing to report
       this.source.logger.error({ sessionId: this.source.id, err: err.message }, 'subscription replay failed; subscriber dropped');
       this.closed = true;
@@ -178,14 +226,15 @@ export class SubscriptionFeed {
    * up from the journal does not wait for the disk between pages. Seqs may have gaps (a range lost
    * to journal damage): a page's next event is simply the first one past lastSeq.
    */
-  private async replay(waitFirst: boolean): Promise<void> {
+  private async replay(waitFirst: boolean, delayMs = 0): Promise<void> {
     const src = this.source;
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs).unref());
     if (waitFirst) await this.waitForCapacity();
     if (this.wantScreen) {
       this.wantScreen = false;
       const catchUp = this.catchUp;
       this.catchUp = false;
-      const cap = await src.captureScreen();
+      const cap = await src.captureScreen(catchUp);
       if (this.closed || src.isClosed) return;
       // A screen older than what the subscriber asked to start after stands for nothing it needs.
       if (cap && cap.atSeq > this.lastSeq) {
@@ -213,6 +262,15 @@ export class SubscriptionFeed {
         // A screen taken past what was published goes now; the rest of its output is cut live.
         if (this.screen) this.sendScreen();
         if (this.closed) return;
+        // Frames go on while the output floods: this frame left out more than a flood's worth.
+        if (this.framing) {
+          if (this.cutBytes > FLOOD_BYTES && src.screenRunning?.()) {
+            this.nextFrame();
+            return;
+          }
+          this.framing = false;
+          this.floodSince = 0;
+        }
         this.phase = 'live';
         // What was kept in memory for it may go now.
         src.trimTail();
@@ -235,6 +293,11 @@ export class SubscriptionFeed {
       }
       while (at < page.length && this.deliver(page[at]!)) at++;
       if (this.closed) return;
+      if (this.frameDue) {
+        this.frameDue = false;
+        this.nextFrame();
+        return;
+      }
       if (!ahead && page.length > 0 && page[page.length - 1]!.seq < src.publishedSeq) {
         aheadAfter = page[page.length - 1]!.seq;
         ahead = readPage(aheadAfter);
@@ -284,12 +347,20 @@ export class SubscriptionFeed {
   private deliver(e: StoredEvent): boolean {
     const cut = this.cut;
     if (cut) {
+      if (e.seq > cut.atSeq && this.framing && e.type === 'command.output' && this.cutBytes > FLOOD_BYTES) {
+        // Output past this frame's screen, and the flood goes on: it waits for the next frame.
+        if (this.screen) this.sendScreen();
+        this.cut = undefined;
+        if (!this.closed) this.frameDue = true;
+        return false;
+      }
       if (e.seq > cut.atSeq) {
         this.cut = undefined;
         if (this.screen) this.sendScreen();
         if (this.closed) return false;
       } else if (e.seq > cut.fromSeq && e.type === 'command.output') {
         this.lastSeq = e.seq;
+        this.cutBytes += e.bodyLength;
         return true;
       }
     }

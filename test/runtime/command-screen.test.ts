@@ -103,15 +103,33 @@ describe('a subscription with screen: true', () => {
     await waitFor('frames', () => outputOf(all, turnId).length > 20);
     const got: SessionEvent[] = [];
     const screens: ScreenCapture[] = [];
+    // In arrival order: output bytes, and screens (each drawn on a cleared terminal).
+    const drawn: Uint8Array[] = [];
     let replayed = false;
-    const sub = await rt.subscribe(id, 0, { onEvent: (e) => void got.push(e), onScreen: (s) => void screens.push(s), onReplayed: () => (replayed = true) }, { screen: true });
+    const sub = await rt.subscribe(
+      id,
+      0,
+      {
+        onEvent: (e) => {
+          got.push(e);
+          if (e.type === 'command.output') drawn.push(e.data.data);
+        },
+        onScreen: (s) => {
+          screens.push(s);
+          drawn.push(Buffer.from('\x1bc'), s.data);
+        },
+        onReplayed: () => (replayed = true),
+      },
+      { screen: true },
+    );
     cleanups.push(() => sub.unsubscribe());
     await waitFor('the backlog', () => replayed);
     await waitFor('more frames after the screen', () => outputOf(got, turnId).length > 20);
     fs.writeFileSync(`${dir}/stop`, '');
     await waitFor('the turn to end', () => ended.get(turnId));
     await waitFor('the subscriber to see the end', () => got.some((e) => e.type === 'turn.completed'));
-    expect(screens).toHaveLength(1);
+    // The first screen, then (the program floods its terminal) more frames of it.
+    expect(screens.length).toBeGreaterThanOrEqual(1);
     const screen = screens[0]!;
     // Exactly what the output through atSeq drew: a frame, or one being drawn (the program is mid-write).
     expect((await render(screen.cols, screen.rows, [screen.data]))[0]).toMatch(/^(f(r(a(m(e( \d*)?)?)?)?)?)?$/);
@@ -120,8 +138,10 @@ describe('a subscription with screen: true', () => {
     expect(after.every((e) => e.seq > screen.atSeq)).toBe(true);
     const reference = await render(80, 24, outputOf(all, turnId).map((e) => e.data.data));
     expect(reference[0]).toMatch(/^stopped at \d+$/);
-    expect(await render(screen.cols, screen.rows, [screen.data, ...after.map((e) => e.data.data)])).toEqual(reference);
-    expect(got.map((e) => e.seq)).toEqual(all.filter((e) => !(e.type === 'command.output' && e.seq <= screen.atSeq)).map((e) => e.seq));
+    expect(await render(screen.cols, screen.rows, drawn)).toEqual(reference);
+    // Every event but the output the screens stand for came, once, in order.
+    const others = (es: SessionEvent[]) => es.filter((e) => e.type !== 'command.output').map((e) => e.seq);
+    expect(others(got)).toEqual(others(all));
   });
 
   it('a subscriber that falls behind while the program runs catches up with its current screen, not every byte it missed', async () => {
@@ -175,6 +195,51 @@ describe('a subscription with screen: true', () => {
     expect(await render(screen.cols, screen.rows, [screen.data, ...mineOut.map((e) => e.data.data)])).toEqual(reference);
     // Every other event came, once, in order.
     expect(got.map((e) => e.seq)).toEqual(all.filter((e) => !(e.type === 'command.output' && e.seq <= screen.atSeq)).map((e) => e.seq));
+  });
+
+  it('a flood of output reaches a screen subscriber as frames of the screen, ending on the command\'s last screen', async () => {
+    const { rt, id, all, ended } = await setup();
+    // In arrival order: output bytes, and screens (each drawn on a cleared terminal).
+    const drawn: Uint8Array[] = [];
+    let screens = 0;
+    let outputBytes = 0;
+    let replayed = false;
+    const got: SessionEvent[] = [];
+    const sub = await rt.subscribe(
+      id,
+      0,
+      {
+        onEvent: (e) => {
+          got.push(e);
+          if (e.type === 'command.output') {
+            outputBytes += e.data.data.length;
+            drawn.push(e.data.data);
+          }
+        },
+        onScreen: (sc) => {
+          screens++;
+          drawn.push(Buffer.from('\x1bc'), sc.data);
+        },
+        onReplayed: () => (replayed = true),
+      },
+      { screen: true },
+    );
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the (empty) backlog', () => replayed);
+    const { turnId } = await rt.startTurn(id, { text: 'seq 1 300000' }, 'k1');
+    await waitFor('the turn to end', () => ended.get(turnId));
+    await waitFor('the subscriber to see the end', () => got.some((e) => e.type === 'turn.completed'));
+    const total = outputOf(all, turnId).reduce((n, e) => n + e.data.data.length, 0);
+    expect(total).toBeGreaterThan(2_000_000);
+    expect(screens).toBeGreaterThan(0);
+    // Most of the flood was left out; what the subscriber shows is still the command's last screen.
+    expect(outputBytes).toBeLessThan(total / 4);
+    const reference = await render(80, 24, outputOf(all, turnId).map((e) => e.data.data));
+    expect(reference.join('\n')).toContain('300000');
+    expect(await render(80, 24, drawn)).toEqual(reference);
+    // Every event but output came, once, in order.
+    const others = (es: SessionEvent[]) => es.filter((e) => e.type !== 'command.output').map((e) => e.seq);
+    expect(others(got)).toEqual(others(all));
   });
 
   it('without screen, a subscriber still gets every event from sinceSeq', async () => {

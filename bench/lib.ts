@@ -293,3 +293,20 @@ export function timeProcess(argv: string[], env: NodeJS.ProcessEnv, timeoutMs = 
 export function tell(msg: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify(msg) + '\n');
 }
+
+/** One row of the report: Astra beside its baseline (the bare peer, or tmux for the terminal rows). */
+export interface Figure {
+  id: string;
+  name: string;
+  unit: string;
+  /** Higher is better (throughput) or lower is better (latency, memory). */
+  better: 'higher' | 'lower';
+  astra: number | undefined;
+  bare: number | undefined;
+  jsonrpc: number | undefined;
+  grpc: number | undefined;
+  /** Astra relative to the bare baseline: astra / bare. */
+  ratio: number | undefined;
+  target: string;
+  pass: boolean | undefined;
+}

@@ -13,7 +13,7 @@ import { DaemonProc } from './daemon-proc.js';
 import { runTerminalBench } from './terminal/terminal-bench.js';
 import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
 import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
-import { CLI, HERE, PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child } from './lib.js';
+import { CLI, HERE, PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child, type Figure } from './lib.js';
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const STREAM_EVENTS = 200_000;
@@ -453,21 +453,6 @@ async function flood(daemon: DaemonProc, stoppedObserver: boolean): Promise<numb
 
 // ---- report ----
 
-interface Figure {
-  id: string;
-  name: string;
-  unit: string;
-  /** Higher is better (throughput) or lower is better (latency, memory). */
-  better: 'higher' | 'lower';
-  astra: number | undefined;
-  bare: number | undefined;
-  jsonrpc: number | undefined;
-  grpc: number | undefined;
-  /** Astra relative to the bare baseline: astra / bare. */
-  ratio: number | undefined;
-  target: string;
-  pass: boolean | undefined;
-}
 
 function figure(id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, ratio: number | undefined) => boolean): Figure {
   const astra = med(id, 'astra');

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HERE } from '../lib.js';
+import { HERE, type Figure } from '../lib.js';
 
 export type Side = 'astra' | 'tmux';
 export interface TerminalResult {
@@ -20,19 +20,8 @@ const SRC_BENCH = path.resolve(HERE, '..', '..', 'bench');
 const TABLE_START = '<!-- bench:terminal:start -->';
 const TABLE_END = '<!-- bench:terminal:end -->';
 
-export interface TerminalFigure {
-  id: string;
-  name: string;
-  unit: string;
-  better: 'higher' | 'lower';
-  astra: number | undefined;
-  bare: number | undefined;
-  jsonrpc: undefined;
-  grpc: undefined;
-  ratio: number | undefined;
-  target: string;
-  pass: boolean | undefined;
-}
+/** A report row; `bare` is tmux's figure, and there are no jsonrpc or grpc peers. */
+export type TerminalFigure = Figure;
 
 export function terminalFigures(r: TerminalResult): TerminalFigure[] {
   const row = (id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, tmux: number) => boolean): TerminalFigure => {

@@ -17,7 +17,8 @@
 // The parts: attach-keys.ts (what keys do), attach-input.ts (prefix, input batching),
 // attach-program.ts (the running program's terminal: screen, keys, size), attach-view.ts (the one
 // writer; lines and footer), attach-terminal.ts (the raw screen; raw mode, signals, restore),
-// attach-status.ts (status texts), attach-control.ts (control: leases and approvals).
+// attach-status.ts (status texts), attach-control.ts (control: leases and approvals). This file is
+// about 400 lines with this header: one terminal's state, its events and its leaving.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
 import { AttachControl } from './attach-control.js';

@@ -1,7 +1,8 @@
 // SessionHost: one loaded session, composed of its rooms — its state (session-state.ts, folded
 // from every event), its append path (event-log.ts), its in-memory tail (event-tail.ts), its
 // subscribers (subscription-feed.ts) and the running command's screen (running-screen.ts, fed here as
-// output is appended). The Runtime owns the map of hosts and the public API.
+// output is appended). The Runtime owns the map of hosts and the public API. A little over 400 lines:
+// the composition and the FeedSource it implements for its feeds, with nothing else in it.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { EventData, EventType, Session, SessionEvent, SessionState as SessionStatus } from '../protocol/index.js';

@@ -129,6 +129,22 @@ export async function roundTripBlocks(call: (n: number) => Promise<unknown>, inF
   }
 }
 
+/**
+ * The CPU a process's main thread last ran on (/proc/<pid>/stat field 39), or -1 where there is no
+ * /proc. The round trip of one call at a time depends on it more than on either program: on the
+ * 2-vCPU VM it was measured on, a client and server last seen on one CPU answered in ≈ 15 µs, and
+ * pinned to two (taskset) in ≈ 60 µs — bare and Astra alike — because each message then wakes a
+ * halted vCPU (guest halt polling off). rtRound reports it beside the figures.
+ */
+export function procLastCpu(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[36]);
+  } catch {
+    return -1;
+  }
+}
+
 const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux.
 
 /** CPU time (user + system) a process has used, in µs, from /proc/<pid>/stat (10 ms resolution). */

@@ -1,6 +1,6 @@
 // Shared helpers for the benchmark suite: process spawning with a deadline, /proc readings, statistics.
 // Nothing here asserts a timing: benchmarks report, tests assert.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -142,6 +142,19 @@ export function procLastCpu(pid: number): number {
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[36]);
   } catch {
     return -1;
+  }
+}
+
+/**
+ * Sets the CPUs every thread of `pid` may run on (`taskset -a -p -c`; threads started later inherit
+ * it). False where taskset (util-linux) is missing or refuses.
+ */
+export function pinProcess(pid: number, cpus: string): boolean {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore', timeout: 5_000 });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -43,7 +43,6 @@ const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
  */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const runs = (section: string): boolean => !ONLY || ONLY.includes(section);
-/** The bare and Astra round trips are measured together, interleaved (rtRound), whenever both run. */
 /**
  * Where the round trip's client and server processes run while one call at a time is measured:
  * `one-cpu` (the default; both pairs on CPU 0), `two-cpus` (servers on CPU 1, clients on CPU 0) or
@@ -55,6 +54,7 @@ const runs = (section: string): boolean => !ONLY || ONLY.includes(section);
  */
 const RT_PLACEMENT = process.env.BENCH_RT_PLACEMENT ?? 'one-cpu';
 if (!['one-cpu', 'two-cpus', 'free'].includes(RT_PLACEMENT)) throw new Error(`bench: BENCH_RT_PLACEMENT is one-cpu, two-cpus or free, not "${RT_PLACEMENT}"`);
+/** The bare and Astra round trips are measured together, interleaved (rtRound), whenever both run. */
 const INTERLEAVED_RT = (runs('peers') && runs('astra')) || ONLY?.includes('rt') === true;
 type Kind = (typeof PEERS)[number] | 'astra';
 

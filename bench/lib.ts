@@ -1,6 +1,6 @@
 // Shared helpers for the benchmark suite: process spawning with a deadline, /proc readings, statistics.
 // Nothing here asserts a timing: benchmarks report, tests assert.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -126,6 +126,35 @@ export async function roundTripBlocks(call: (n: number) => Promise<unknown>, inF
       }
       tell({ done: true });
     }
+  }
+}
+
+/**
+ * The CPU a process's main thread last ran on (/proc/<pid>/stat field 39), or -1 where there is no
+ * /proc. The round trip of one call at a time depends on it more than on either program: on the
+ * 2-vCPU VM it was measured on, a client and server last seen on one CPU answered in ≈ 15 µs, and
+ * pinned to two (taskset) in ≈ 60 µs — bare and Astra alike — because each message then wakes a
+ * halted vCPU (guest halt polling off). rtRound reports it beside the figures.
+ */
+export function procLastCpu(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[36]);
+  } catch {
+    return -1;
+  }
+}
+
+/**
+ * Sets the CPUs every thread of `pid` may run on (`taskset -a -p -c`; threads started later inherit
+ * it). False where taskset (util-linux) is missing or refuses.
+ */
+export function pinProcess(pid: number, cpus: string): boolean {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore', timeout: 5_000 });
+    return true;
+  } catch {
+    return false;
   }
 }
 

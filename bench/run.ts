@@ -13,7 +13,7 @@ import { DaemonProc } from './daemon-proc.js';
 import { runTerminalBench } from './terminal/terminal-bench.js';
 import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
 import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
-import { CLI, HERE, PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, killAll, median, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child, type Figure } from './lib.js';
+import { CLI, HERE, PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, killAll, median, pinProcess, procLastCpu, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child, type Figure } from './lib.js';
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const STREAM_EVENTS = 200_000;
@@ -43,6 +43,17 @@ const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
  */
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const runs = (section: string): boolean => !ONLY || ONLY.includes(section);
+/**
+ * Where the round trip's client and server processes run while one call at a time is measured:
+ * `one-cpu` (the default; both pairs on CPU 0), `two-cpus` (servers on CPU 1, clients on CPU 0) or
+ * `free` (the scheduler decides). On the 2-vCPU VM left free, the pair that finished its warm-up
+ * last — alone on the machine — was usually split over both vCPUs, where each message wakes a halted
+ * vCPU (p50 ≈ 60–75 µs instead of ≈ 15): warmed up last on purpose, bare measured 64–73 µs in 3 of 4
+ * runs and Astra 14–17; warmed up together, Astra (slower to warm up) landed split in about half the
+ * runs. Pinned, both peers are measured in the same placement every run.
+ */
+const RT_PLACEMENT = process.env.BENCH_RT_PLACEMENT ?? 'one-cpu';
+if (!['one-cpu', 'two-cpus', 'free'].includes(RT_PLACEMENT)) throw new Error(`bench: BENCH_RT_PLACEMENT is one-cpu, two-cpus or free, not "${RT_PLACEMENT}"`);
 /** The bare and Astra round trips are measured together, interleaved (rtRound), whenever both run. */
 const INTERLEAVED_RT = (runs('peers') && runs('astra')) || ONLY?.includes('rt') === true;
 type Kind = (typeof PEERS)[number] | 'astra';
@@ -235,17 +246,40 @@ async function coldRound(): Promise<void> {
 async function rtRound(): Promise<void> {
   const SEQ_BLOCK = 200;
   const PAR_BLOCK = 5_000;
+  let placement = '';
   await withPeerServer('bare', async (server) => {
     await withDaemon(async (daemon) => {
       const bareRt = spawnWorker(['peer', 'bare', 'rtblocks', server.socketPath], process.env, [], 'pipe');
       const astraRt = spawnWorker(['astra', 'rtblocks', daemon.home], process.env, [], 'pipe');
+      // The same placement for both pairs, from the warm-up to the end of the one-at-a-time blocks
+      // (see RT_PLACEMENT); the 64-in-flight blocks run where the scheduler puts them.
+      const pairs = [
+        [server.pid, bareRt.proc.pid!],
+        [daemon.pid, astraRt.proc.pid!],
+      ] as const;
+      const pin = (serverCpus: string, clientCpus: string) => pairs.every(([s, c]) => pinProcess(s, serverCpus) && pinProcess(c, clientCpus));
+      const allCpus = `0-${os.cpus().length - 1}`;
+      const pinned = RT_PLACEMENT === 'one-cpu' ? pin('0', '0') : RT_PLACEMENT === 'two-cpus' ? pin('1', '0') : false;
       await Promise.all([bareRt.nextMessage(30_000), astraRt.nextMessage(30_000)]);
       const turn = async (w: typeof bareRt, msg: Record<string, unknown>) => {
         w.send(msg);
         await w.nextMessage();
       };
-      for (let i = 0; i < RT_CALLS / SEQ_BLOCK; i++)
-        for (const w of i % 2 ? [astraRt, bareRt] : [bareRt, astraRt]) await turn(w, { seq: SEQ_BLOCK });
+      // Where each pair ran, read after each of its one-at-a-time blocks (see procLastCpu): a few
+      // reads of /proc by this process, which is awake between turns anyway.
+      const serverPid = new Map([[bareRt, server.pid], [astraRt, daemon.pid]]);
+      const oneCpu = new Map([[bareRt, 0], [astraRt, 0]]);
+      let placements = 0;
+      for (let i = 0; i < RT_CALLS / SEQ_BLOCK; i++) {
+        for (const w of i % 2 ? [astraRt, bareRt] : [bareRt, astraRt]) {
+          await turn(w, { seq: SEQ_BLOCK });
+          const c = procLastCpu(w.proc.pid!);
+          if (c >= 0 && c === procLastCpu(serverPid.get(w)!)) oneCpu.set(w, oneCpu.get(w)! + 1);
+        }
+        placements++;
+      }
+      placement = `; ${pinned ? `pinned ${RT_PLACEMENT}` : 'placed by the scheduler'}: client and server on one CPU after ${oneCpu.get(astraRt)}/${placements} blocks for astra, ${oneCpu.get(bareRt)}/${placements} for bare`;
+      if (RT_PLACEMENT !== 'free') pin(allCpus, allCpus);
       for (let i = 0; i < PAR_CALLS / PAR_BLOCK; i++)
         for (const w of i % 2 ? [astraRt, bareRt] : [bareRt, astraRt]) await turn(w, { par: PAR_BLOCK });
       bareRt.send({ report: true });
@@ -261,7 +295,7 @@ async function rtRound(): Promise<void> {
   const last = (f: string, k: Kind) => samples[f]![k]!.at(-1)!;
   log(
     `  rt       p99 ${(last('rt.p99us', 'astra') / last('rt.p99us', 'bare')).toFixed(2)}× bare, ${PAR_IN_FLIGHT} in flight ${(last('rt.callsPerSec', 'astra') / last('rt.callsPerSec', 'bare')).toFixed(2)}× bare` +
-      ` (p50 ${last('rt.p50us', 'astra').toFixed(1)} vs ${last('rt.p50us', 'bare').toFixed(1)} µs, p99 ${last('rt.p99us', 'astra').toFixed(0)} vs ${last('rt.p99us', 'bare').toFixed(0)} µs; interleaved)`,
+      ` (p50 ${last('rt.p50us', 'astra').toFixed(1)} vs ${last('rt.p50us', 'bare').toFixed(1)} µs, p99 ${last('rt.p99us', 'astra').toFixed(0)} vs ${last('rt.p99us', 'bare').toFixed(0)} µs; interleaved${placement})`,
   );
 }
 

@@ -18,6 +18,15 @@ export interface CoalescerSink {
  */
 export const HELD_READ_AHEAD_BYTES = 8 * 1024 * 1024;
 
+/**
+ * A chunk this large means the command is streaming (a pseudo-terminal gives at most 4 KiB a read, one
+ * read per turn of the event loop): the next chunk then gathers reads for STREAMING_GATHER_MS, so a
+ * flood is a few large events instead of one per 4 KiB (each event is journaled, offered to every
+ * subscriber and parsed by the screen). Interactive output (an echo, a prompt) stays one tick.
+ */
+const STREAMING_BYTES = 4096;
+const STREAMING_GATHER_MS = 1;
+
 /** The one-tick coalescing and backpressure shared by both transports. */
 export class OutputCoalescer {
   private pending: Buffer[] = [];
@@ -29,6 +38,8 @@ export class OutputCoalescer {
   private readyBytes = 0;
   private held = false;
   private paused = false;
+  /** The size of the last chunk flushed (see STREAMING_BYTES). */
+  private lastChunkBytes = 0;
 
   constructor(
     private readonly opts: CoalescerSink,
@@ -43,13 +54,16 @@ export class OutputCoalescer {
     this.pendingBytes += chunk.length;
     if (!this.scheduled) {
       this.scheduled = true;
-      // setImmediate runs right after the poll phase that read it: no timer, no added latency.
-      setImmediate(() => this.flush());
+      // setImmediate runs right after the poll phase that read it: no timer, no added latency —
+      // unless the command is streaming, when a millisecond gathers a dozen reads into one chunk.
+      if (this.lastChunkBytes >= STREAMING_BYTES) setTimeout(() => this.flush(), STREAMING_GATHER_MS);
+      else setImmediate(() => this.flush());
     }
   }
 
   flush(): void {
     this.scheduled = false;
+    this.lastChunkBytes = this.pendingBytes;
     this.cut();
     this.deliver(false);
   }

@@ -1,4 +1,4 @@
-// Output read in one turn of the event loop goes out as one chunk (up to the chunk limit): a command
+// Output read in one turn of the event loop (1 ms while a command streams) goes out as one chunk (up to the chunk limit): a command
 // writing fast gives few large chunks, a lone line still goes out at once. A consumer answering false
 // is behind: chunks wait here (reading continues up to a read-ahead bound, then the source is paused)
 // until it has drained. The same contract as the shell engine's pipes.

@@ -96,6 +96,7 @@ export interface FeedSource {
 /** A subscriber waiting for capacity this long holds no events in the catch-up cache (see waitForCapacity). */
 const CATCHUP_STALL_MS = 200;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
+const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
 /**
  * A screen subscriber fed more than FLOOD_BYTES of a command's output within FLOOD_WINDOW_MS gets
  * frames instead: the output is left out and the command's screen comes every FRAME_MS, for as long
@@ -105,7 +106,6 @@ const SUBSCRIBE_PAGE_EVENTS = 2000;
 const FLOOD_WINDOW_MS = 50;
 const FLOOD_BYTES = 128 * 1024;
 const FRAME_MS = 33;
-const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
 
 export class SubscriptionFeed {
   phase: FeedPhase = 'replaying';

@@ -58,6 +58,8 @@ export class RunningScreen {
     private readonly logger: RuntimeLogger,
     /** true: on the screen worker thread where it can run (remote-screen.ts); 'inline': on this thread; false: no screens. */
     private readonly enabled: boolean | 'inline',
+    /** Some subscriber may catch up with a screen (one made with `screen: true`): the last command's screen is then kept. */
+    private readonly catchUpWanted: () => boolean = () => true,
   ) {}
 
   /** Every appended event but command.output (see output). */
@@ -74,22 +76,23 @@ export class RunningScreen {
     } else if (type === 'command.completed' || type === 'turn.completed') this.finish();
   }
 
-  /** The command ended: its last screen is kept (without scrollback) for subscribers still catching up. */
+  /** The command ended: its last screen is kept (without scrollback) for subscribers still catching up, if any may. */
   private finish(): void {
     const c = this.current;
     if (!c) return;
-    const last = this.capture();
+    if (!this.catchUpWanted()) {
+      this.dispose();
+      return;
+    }
+    const last = this.capture(false);
     this.current = undefined;
-    this.finished = last.then(
-      (cap) => (cap ? { ...cap, scrollback: '' } : undefined),
-      () => undefined,
-    );
+    this.finished = last.catch(() => undefined);
     void this.finished.finally(() => c.screen.dispose());
   }
 
-  /** For a subscriber catching up: the running command's screen, or the one the last command left. */
+  /** For a subscriber catching up (no scrollback): the running command's screen, or the one the last command left. */
   captureCatchUp(): Promise<ScreenCapture | undefined> {
-    return this.current ? this.capture() : (this.finished ?? Promise.resolve(undefined));
+    return this.current ? this.capture(false) : (this.finished ?? Promise.resolve(undefined));
   }
 
   /** A command.output as it is appended. */
@@ -128,14 +131,17 @@ export class RunningScreen {
     return this.current ? this.current.screen.whenParsed(HIGH_WATER) : Promise.resolve();
   }
 
-  /** The running command's screen through the last output appended so far; undefined without one (or if it ends first). */
-  async capture(): Promise<ScreenCapture | undefined> {
+  /**
+   * The running command's screen through the last output appended so far; undefined without one (or
+   * if it ends first). `withScrollback: false`: scrollback '' (a catch-up sends none).
+   */
+  async capture(withScrollback = true): Promise<ScreenCapture | undefined> {
     const c = this.current;
     if (!c) return undefined;
     const atSeq = c.atSeq;
     let snap;
     try {
-      snap = await c.screen.snapshot();
+      snap = await c.screen.snapshot(withScrollback);
     } catch {
       // Disposed meanwhile (the command ended: its output is all in events), or lost with its worker.
       if (this.current === c && c.screen.broken) this.dispose();

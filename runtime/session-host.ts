@@ -56,7 +56,7 @@ export class SessionHost implements FeedSource {
     this.logger = opts.logger;
     this.state = new SessionState(meta);
     this.tail = new EventTail(meta.id, opts.cacheBytes, opts.catchUp, () => this.neededSeq());
-    this.screen = new RunningScreen(meta.id, opts.logger, opts.commandScreens);
+    this.screen = new RunningScreen(meta.id, opts.logger, opts.commandScreens, () => [...this.feeds].some((f) => f.screenSubscriber && !f.closed));
   }
 
   private attach(journal: SessionJournal, headSeq: number): void {

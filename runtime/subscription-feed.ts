@@ -121,7 +121,7 @@ export class SubscriptionFeed {
    * pseudo-terminal catches up with the command's current screen instead of every byte it missed
    * (as tmux redraws a slow client): the output in between is left out, the screen comes instead.
    */
-  private readonly screenSubscriber: boolean;
+  readonly screenSubscriber: boolean;
   /** The screen being captured is a catch-up: its scrollback is not sent again. */
   private catchUp = false;
   /** Output delivered live since floodSince (ms): past FLOOD_BYTES in FLOOD_WINDOW_MS it gets frames. */
@@ -232,14 +232,15 @@ export class SubscriptionFeed {
     if (waitFirst) await this.waitForCapacity();
     if (this.wantScreen) {
       this.wantScreen = false;
+      // A catch-up's screen comes without scrollback: the lines that scrolled by while it was behind
+      // are in the journal (astra log), not resent.
       const catchUp = this.catchUp;
       this.catchUp = false;
       const cap = await src.captureScreen(catchUp);
       if (this.closed || src.isClosed) return;
       // A screen older than what the subscriber asked to start after stands for nothing it needs.
       if (cap && cap.atSeq > this.lastSeq) {
-        // The lines that scrolled by while it was behind are in the journal (astra log), not resent.
-        this.screen = catchUp ? { ...cap, scrollback: '' } : cap;
+        this.screen = cap;
         this.cut = { fromSeq: Math.max(cap.fromSeq, this.lastSeq), atSeq: cap.atSeq };
       }
     }

@@ -20,7 +20,7 @@ export interface ScreenHandle {
   readonly broken: boolean;
   write(data: Uint8Array): void;
   resize(cols: number, rows: number): void;
-  snapshot(): Promise<ScreenSnapshot>;
+  snapshot(withScrollback?: boolean): Promise<ScreenSnapshot>;
   whenParsed(below: number): Promise<void>;
   dispose(): void;
 }
@@ -129,13 +129,13 @@ export class RemoteScreen implements ScreenHandle {
     this.worker.post({ op: 'resize', id: this.id, cols, rows });
   }
 
-  snapshot(): Promise<ScreenSnapshot> {
+  snapshot(withScrollback = true): Promise<ScreenSnapshot> {
     if (this.disposed) return Promise.reject(new Error('the screen was disposed: the command has ended'));
     if (this.brokenWhy) return Promise.reject(new Error(this.brokenWhy));
     const req = this.nextReq++;
     return new Promise((resolve, reject) => {
       this.snapshots.set(req, { resolve, reject });
-      this.worker.post({ op: 'snapshot', id: this.id, req });
+      this.worker.post({ op: 'snapshot', id: this.id, req, withScrollback });
     });
   }
 

@@ -10,7 +10,7 @@ export type ToWorker =
   | { op: 'open'; id: number; cols: number; rows: number; scrollbackLines?: number }
   | { op: 'write'; id: number; data: Uint8Array }
   | { op: 'resize'; id: number; cols: number; rows: number }
-  | { op: 'snapshot'; id: number; req: number }
+  | { op: 'snapshot'; id: number; req: number; withScrollback: boolean }
   | { op: 'dispose'; id: number };
 
 export type FromWorker =
@@ -43,7 +43,7 @@ if (port) {
           port.postMessage({ op: 'snapshot', id: m.id, req: m.req, error: 'no such screen' } satisfies FromWorker);
           return;
         }
-        screen.snapshot().then(
+        screen.snapshot(m.withScrollback).then(
           (snapshot) => port.postMessage({ op: 'snapshot', id: m.id, req: m.req, snapshot } satisfies FromWorker),
           (e: Error) => port.postMessage({ op: 'snapshot', id: m.id, req: m.req, error: e.message } satisfies FromWorker),
         );

@@ -128,8 +128,11 @@ export class CommandScreen {
     });
   }
 
-  /** The screen as the bytes written before this call left it (later writes are not in it). */
-  snapshot(): Promise<ScreenSnapshot> {
+  /**
+   * The screen as the bytes written before this call left it (later writes are not in it).
+   * `withScrollback: false`: `scrollback` is empty (a catch-up frame sends none; walking 1,000 rows costs).
+   */
+  snapshot(withScrollback = true): Promise<ScreenSnapshot> {
     if (this.disposed) return Promise.reject(new Error('the screen was disposed: the command has ended'));
     // An empty write's callback runs right after every earlier byte was parsed and before any later
     // one is: the capture is synchronous there.
@@ -138,12 +141,12 @@ export class CommandScreen {
       this.term.write('', () => {
         this.snapshotWaiters.delete(reject);
         if (this.disposed) reject(new Error('the screen was disposed: the command has ended'));
-        else resolve(this.capture());
+        else resolve(this.capture(withScrollback));
       });
     });
   }
 
-  private capture(): ScreenSnapshot {
+  private capture(withScrollback: boolean): ScreenSnapshot {
     const active = this.term.buffer.active;
     const text: string[] = [];
     for (let y = 0; y < this.term.rows; y++) text.push(active.getLine(active.viewportY + y)?.translateToString(true) ?? '');
@@ -152,7 +155,7 @@ export class CommandScreen {
       cols: this.term.cols,
       rows: this.term.rows,
       screen: Buffer.from(this.serializer.serialize({ scrollback: 0 }) + this.extraState(), 'utf8'),
-      scrollback: this.scrollbackText(),
+      scrollback: withScrollback ? this.scrollbackText() : [],
       alternate: active.type === 'alternate',
       cursor: { x: active.cursorX, y: active.cursorY },
       cursorVisible: !this.internals()?.coreService?.isCursorHidden,

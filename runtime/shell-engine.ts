@@ -47,12 +47,6 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
         if (decision !== 'approve') return { status: 'cancelled', reason: 'denied: the command was not run' };
       }
       if (ctx.signal.aborted) return { status: 'cancelled' };
-
-      try {
-        if (!fs.statSync(ctx.cwd).isDirectory()) return { status: 'failed', error: `cwd ${ctx.cwd} is not a directory` };
-      } catch (e) {
-        return { status: 'failed', error: `cwd ${ctx.cwd} is not usable: ${(e as Error).message}` };
-      }
       return runShellCommandAsTurn(ctx, { shell, command, cwd: ctx.cwd, killGraceMs, terminal: mode });
     },
   };
@@ -90,6 +84,15 @@ export interface ShellCommandOutcome {
   error?: string;
 }
 
+/** Why a command cannot start in `cwd` (undefined when it can). */
+function unusableCwd(cwd: string): string | undefined {
+  try {
+    return fs.statSync(cwd).isDirectory() ? undefined : `cwd ${cwd} is not a directory`;
+  } catch (e) {
+    return `cwd ${cwd} is not usable: ${(e as Error).message}`;
+  }
+}
+
 /**
  * Runs a command line as a shell turn runs it — /bin/sh -c in its own process group, in a
  * pseudo-terminal of the controller's size or on pipes (command.started says which), its
@@ -98,6 +101,8 @@ export interface ShellCommandOutcome {
  * fires. The chat engine's tool calls run through this too.
  */
 export async function runShellCommand(ctx: EngineContext, cmd: ShellCommand): Promise<ShellCommandOutcome> {
+  const cwdError = unusableCwd(cmd.cwd);
+  if (cwdError) return { outcome: 'not_started', exitCode: null, signal: null, error: cwdError };
   const shell = cmd.shell ?? '/bin/sh';
   const size = ctx.terminalSize?.() ?? { cols: 80, rows: 24 };
   let pty: PtyCommand;

@@ -1,7 +1,6 @@
 // Turns: start (keyed, durable before it is acknowledged), run (the engine and its context, output
 // chunking, backpressure), cancel, and the end of a turn the disk cannot take any more. The running
 // turn itself is session state: turn.started and turn.completed set and clear it (session-state.ts).
-import * as fs from 'node:fs';
 import type { EventData, FinalTurnStatus, TurnStatus } from '../protocol/index.js';
 import { AstraError, LIMITS } from '../protocol/index.js';
 import type { Approvals } from './approvals.js';
@@ -35,11 +34,6 @@ export interface TurnDeps {
  */
 async function runToolCommand(ctx: EngineContext, req: { command: string; cwd: string; captureBytes: number }): Promise<ToolCommandOutcome> {
   const capture = new OutputCapture(req.captureBytes);
-  try {
-    if (!fs.statSync(req.cwd).isDirectory()) return { outcome: 'not_started', exitCode: null, signal: null, output: capture.result(), error: `cwd ${req.cwd} is not a directory` };
-  } catch (e) {
-    return { outcome: 'not_started', exitCode: null, signal: null, output: capture.result(), error: `cwd ${req.cwd} is not usable: ${(e as Error).message}` };
-  }
   const r = await runShellCommand(ctx, { command: req.command, cwd: req.cwd, env: chatCommandEnv(), noInput: true, onOutput: (c) => capture.push(c) });
   const out: ToolCommandOutcome = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, output: capture.result() };
   if (r.error !== undefined) out.error = r.error;

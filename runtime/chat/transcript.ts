@@ -36,10 +36,6 @@ export class TranscriptEvents {
   list(): RecordedEvent[] {
     return this.events.slice();
   }
-
-  get length(): number {
-    return this.events.length;
-  }
 }
 
 export const DEFAULT_SYSTEM_PROMPT =

@@ -7,9 +7,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os from 'node:os';
-import { AstraError } from '../../protocol/index.js';
 import { OutputCoalescer, type OutputStream } from './output-coalescer.js';
 import { guardTerminalDrain } from './pty-drain.js';
+import { checkTerminalSize } from './size.js';
 
 export type { OutputStream };
 
@@ -98,15 +98,7 @@ export interface PtyCommand {
   readonly done: Promise<PtyCommandResult>;
 }
 
-export const DEFAULT_TERM = 'xterm-256color';
-
-export function checkTerminalSize(cols: number, rows: number): void {
-  for (const [name, v] of [['cols', cols], ['rows', rows]] as const) {
-    if (!Number.isInteger(v) || v < 1 || v > 1000) {
-      throw new AstraError('invalid_params', `${name} must be an integer from 1 to 1000 (got ${String(v)}); send the terminal's real size`);
-    }
-  }
-}
+const DEFAULT_TERM = 'xterm-256color';
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CommandScreen, type CommandScreenOptions, type ScreenSnapshot } from './screen.js';
 import type { FromWorker, ToWorker } from './screen-worker.js';
-import { checkTerminalSize } from './pty-command.js';
+import { checkTerminalSize } from './size.js';
 
 export interface ScreenHandle {
   readonly pendingBytes: number;

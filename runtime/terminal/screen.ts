@@ -11,7 +11,7 @@
 import { createRequire } from 'node:module';
 import type { Terminal as XtermTerminal } from '@xterm/headless';
 import type { SerializeAddon as XtermSerializeAddon } from '@xterm/addon-serialize';
-import { checkTerminalSize } from './pty-command.js';
+import { checkTerminalSize } from './size.js';
 
 // Both packages are CommonJS; createRequire keeps their classes typed without an interop default.
 const requireCjs = createRequire(import.meta.url);

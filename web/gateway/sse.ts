@@ -6,7 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
-import { genericEventFrame, streamFrame as frame, templateFrame } from './sse-frames.js';
+import { eventFrame, streamFrame as frame } from './sse-frames.js';
 import type { Tab } from './tabs.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
@@ -113,9 +113,8 @@ export class EventStream {
     this.lastSent = e.seq;
     if (e.type === 'approval.requested') this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
     // A command.output frame by the template is ASCII: its length is its size.
-    const t = templateFrame(e);
-    if (t !== undefined) this.write(t, true);
-    else this.write(genericEventFrame(e));
+    const f = eventFrame(e);
+    this.write(f.text, f.ascii);
     if (this.pendingBytes > 1024 * 1024) this.flush();
   }
 

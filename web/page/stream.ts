@@ -72,22 +72,28 @@ export class SessionStream {
       this.h.onState('live');
       this.h.onOpen();
     });
+    /** A session event (JSON with its seq): once, in seq order. */
+    const deliver = (data: string): void => {
+      this.lastFrameAt = Date.now();
+      const e = JSON.parse(data) as PageEvent;
+      if (e.seq <= this.lastSeq) return;
+      this.lastSeq = e.seq;
+      this.h.onEvent(e);
+    };
     es.addEventListener('error', (ev) => {
       const m = ev as MessageEvent;
-      if (typeof m.data === 'string') this.h.onState('reconnecting', (JSON.parse(m.data) as { error?: { message?: string } }).error?.message);
-      else this.h.onState('reconnecting');
+      if (typeof m.data === 'string') {
+        const frame = JSON.parse(m.data) as { seq?: unknown; error?: { message?: string } };
+        // `error` is also a session event type (a failed model request): that one carries a seq.
+        if (typeof frame.seq === 'number') return deliver(m.data);
+        this.h.onState('reconnecting', frame.error?.message);
+      } else this.h.onState('reconnecting');
       // The browser retries by itself while it can (with Last-Event-ID); once it gives up, we do.
       if (es.readyState === EventSource.CLOSED) this.retry();
     });
     for (const type of this.eventTypes) {
       if (STREAM_EVENTS.includes(type)) continue;
-      es.addEventListener(type, (ev) => {
-        this.lastFrameAt = Date.now();
-        const e = JSON.parse((ev as MessageEvent).data as string) as PageEvent;
-        if (e.seq <= this.lastSeq) return;
-        this.lastSeq = e.seq;
-        this.h.onEvent(e);
-      });
+      es.addEventListener(type, (ev) => deliver((ev as MessageEvent).data as string));
     }
   }
 

@@ -204,8 +204,10 @@ export function decode(bytes: Uint8Array): unknown {
 
 /**
  * Decodes one MessagePack value without the extension pre-scan: for frames from an authenticated
- * daemon, whose envelope is checked next (checkPlainValue refuses the Date, RegExp, Set and Error
- * objects extensions decode to; an unknown extension throws). Same errors as decode otherwise.
+ * daemon. With the client's `validate: 'full'` the envelope check next (checkPlainValue) refuses the
+ * Date, RegExp, Set and Error objects extensions decode to; with the default `'envelope'` the daemon
+ * is trusted for shape and such a value would reach the application (the daemon never sends one).
+ * An unknown extension throws. Same errors as decode otherwise.
  */
 export function decodeFromTrustedPeer(bytes: Uint8Array): unknown {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

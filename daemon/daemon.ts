@@ -75,8 +75,7 @@ export class Daemon {
     this.log = opts.logger ?? silentLogger();
     this.cfg = resolveConfig(opts, env);
     // The key is read here, from the daemon's environment, and nowhere else.
-    const stallMs = Number(env.ASTRA_CHAT_STALL_MS);
-    const chat = createChatEngine(chatEngineConfig(env, Number.isInteger(stallMs) && stallMs > 0 ? { stallMs } : {}), env);
+    const chat = createChatEngine(chatEngineConfig(env), env);
     this.engines = { shell: createShellEngine({ terminal: this.cfg.terminal }), synthetic: createSyntheticEngine(), chat, ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
     this.defaultEngine = opts.defaultEngine ?? (opts.engine ? 'custom' : 'shell');

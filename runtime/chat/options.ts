@@ -63,7 +63,14 @@ export function chatApiKeyFromEnv(env: Env = process.env): string | undefined {
 /** The daemon-wide config: the key from the environment, the rest from defaults and `overrides`. */
 export function chatEngineConfig(env: Env = process.env, overrides: Partial<ChatEngineConfig> = {}): ChatEngineConfig {
   const apiKey = chatApiKeyFromEnv(env);
-  return { ...CHAT_CONFIG_DEFAULTS, ...(apiKey !== undefined ? { apiKey } : {}), ...overrides };
+  // ASTRA_CHAT_STALL_MS: an integer > 0, else the default.
+  const stallMs = Number(env.ASTRA_CHAT_STALL_MS);
+  return {
+    ...CHAT_CONFIG_DEFAULTS,
+    ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(Number.isInteger(stallMs) && stallMs > 0 ? { stallMs } : {}),
+    ...overrides,
+  };
 }
 
 /** The variables that may hold the key: never passed on to a command the model runs. */

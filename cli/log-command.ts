@@ -1,7 +1,7 @@
 // `astra log <session> [--since SEQ] [--json]`: a session's whole history, printed as `astra
 // attach`'s replay shows it (cli/event-render.ts; command output as the raw bytes it was), or as one
 // JSON event per line (output bytes in base64). Read page by page with session/read and written with
-// the terminal's backpressure, so a huge session costs a page of memory. Works for observers: it
+// the terminal's backpressure, one write per page, so a huge session costs a page of memory. Works for observers: it
 // only reads.
 import type { Command } from 'commander';
 import type { SessionEvent } from '../protocol/index.js';
@@ -46,8 +46,14 @@ async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number,
   let after = sinceSeq;
   for (;;) {
     const page = await c.session.read({ sessionId, sinceSeq: after, limit: PAGE_EVENTS });
+    // One write per page (a write per event cost a syscall each on a pipe or terminal).
+    const parts: Buffer[] = [];
     for (const e of page.events) {
-      const waited = json ? write(jsonLine(e)) : writeRendered(e);
+      const part = json ? jsonLine(e) : rendered(e);
+      if (part !== undefined) parts.push(typeof part === 'string' ? Buffer.from(part) : Buffer.from(part.buffer, part.byteOffset, part.byteLength));
+    }
+    if (parts.length > 0) {
+      const waited = write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
       if (waited) await waited;
     }
     if (page.events.length > 0) after = page.events[page.events.length - 1]!.seq;
@@ -56,12 +62,13 @@ async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number,
   }
   if (!json && !atLineStart) await write('\n');
 
-  function writeRendered(e: SessionEvent): Promise<void> | undefined {
+  /** What an event prints, or undefined for nothing. */
+  function rendered(e: SessionEvent): string | Uint8Array | undefined {
     if (e.type === 'command.output') {
       const bytes = e.data.data;
       if (bytes.length === 0) return undefined;
       atLineStart = bytes[bytes.length - 1] === 0x0a;
-      return write(bytes);
+      return bytes;
     }
     if (e.type === 'approval.resolved' && e.data.decision === 'deny' && e.data.by) ctx.deniedTurns.add(e.data.turnId);
     const previousHolder = ctx.previousHolder;
@@ -76,7 +83,7 @@ async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number,
         atLineStart = true;
       }
     }
-    return text ? write(text) : undefined;
+    return text || undefined;
   }
 }
 

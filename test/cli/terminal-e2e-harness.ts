@@ -106,18 +106,6 @@ export interface PaneModes {
 
 /** The Tmux helper with the readings of a terminal test. */
 export class TermPanes extends Tmux {
-  /**
-   * `-t NAME` made exact (`=NAME:`, the session of that name): a bare name is also matched against
-   * window names, and a window tmux renamed after its command (`cat` once astra exited) would answer
-   * for a pane named `c`.
-   */
-  override run(args: string[]): string {
-    const i = args.indexOf('-t');
-    const target = i >= 0 ? args[i + 1] : undefined;
-    if (target !== undefined && /^[\w-]+$/.test(target)) return super.run([...args.slice(0, i + 1), `=${target}:`, ...args.slice(i + 2)]);
-    return super.run(args);
-  }
-
   /** `astra attach <args>` in a new pane of `cols` × 40. */
   attach(name: string, sessionId: string, extra: string[] = [], cols = 120): number {
     return this.start(name, ['attach', sessionId, ...extra], {}, cols);

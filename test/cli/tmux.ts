@@ -17,8 +17,16 @@ export class Tmux {
 
   constructor(private readonly env: NodeJS.ProcessEnv) {}
 
+  /**
+   * Runs a tmux command, `-t NAME` made exact (`=NAME:`, the session of that name): a bare name is
+   * also matched against window names and session-name prefixes, and a window tmux renamed after its
+   * command (`cat` once astra exited) would answer for a pane named `c`.
+   */
   run(args: string[]): string {
-    return execFileSync('tmux', ['-L', this.socket, ...args], { env: this.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const i = args.indexOf('-t');
+    const target = i >= 0 ? args[i + 1] : undefined;
+    const exact = target !== undefined && /^[\w-]+$/.test(target) ? [...args.slice(0, i + 1), `=${target}:`, ...args.slice(i + 2)] : args;
+    return execFileSync('tmux', ['-L', this.socket, ...exact], { env: this.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
   /**

@@ -162,18 +162,25 @@ function printSessionTable(out: Output, sessions: Session[], live: Map<string, D
     return [
       s.id,
       fitWidth(title, 30),
+      engineText(s),
       sessionStateText(s, live.get(s.id)?.pendingApprovals ?? 0),
       s.controller ? `${describeHolder(s.controller)}${s.controller.graceUntil !== undefined ? ' (grace)' : ''}` : '-',
       String(live.get(s.id)?.observers ?? 0),
       formatAgo(s.updatedAt),
     ];
   });
-  const head = ['ID', 'TITLE', 'STATE', 'CONTROLLER', 'OBSERVERS', 'LAST ACTIVITY'];
+  const head = ['ID', 'TITLE', 'ENGINE', 'STATE', 'CONTROLLER', 'OBSERVERS', 'LAST ACTIVITY'];
   // Display columns, not UTF-16 units: a CJK or emoji title takes two columns a character.
   const widths = head.map((h, i) => Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i]!))));
   const fmt = (r: string[]) => r.map((v, i) => (i === r.length - 1 ? v : padWidth(v, widths[i]!))).join('  ');
   out.stdout(style(out, 'bold', fmt(head)));
   for (const r of rows) out.stdout(fmt(r));
+}
+
+/** The engine, and the chat engine's model ("chat llama3.1"). */
+function engineText(s: Session): string {
+  const model = s.engineOptions?.model;
+  return typeof model === 'string' ? `${s.engine} ${fitWidth(cleanText(model), 24)}` : s.engine;
 }
 
 /** Resolves with the turn's `turn.completed` (the subscription starts at `sinceSeq`, so it cannot be missed). */

@@ -1,5 +1,5 @@
 // Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
-import { type Schema, bool, bytes, int, nullable, obj, oneOf, opt, str, type Infer } from './schema.js';
+import { type Schema, any, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer } from './schema.js';
 
 /** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
 export const timestamp = () => int({ min: 0 });
@@ -45,6 +45,9 @@ export const sessionSchema = obj({
   engine: str(),
   approvalPolicy: oneOf(APPROVAL_POLICIES),
   onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
+  /** What the engine kept of session/create's engineOptions (never a secret; absent when none). */
+  engineOptions: opt(record(any('an option value'))),
+  approvalTimeoutMs: opt(int()),
   state: oneOf(SESSION_STATES),
   createdAt: timestamp(),
   updatedAt: timestamp(),

@@ -19,8 +19,26 @@ export function sessionFromMeta(m: SessionMeta, state: SessionState, headSeq: nu
     epoch: m.epoch,
   };
   if (m.onControllerLost) s.onControllerLost = m.onControllerLost;
+  const shown = m.engineOptions ? viewOfEngineOptions(m.engineOptions) : undefined;
+  if (shown) s.engineOptions = shown;
+  if (m.approvalTimeoutMs !== undefined) s.approvalTimeoutMs = m.approvalTimeoutMs;
   if (runningTurnId !== undefined) s.runningTurnId = runningTurnId;
   return s;
+}
+
+/** A string option longer than this is left out of the Session view (a chat systemPrompt may be 64 KiB; session/list returns up to 1,000 sessions). */
+export const VIEW_OPTION_MAX_CHARS = 256;
+
+/** The engine's options as a Session shows them: long strings left out; undefined when nothing is left. */
+function viewOfEngineOptions(options: object): Record<string, unknown> | undefined {
+  const shown: Record<string, unknown> = {};
+  let any = false;
+  for (const [k, v] of Object.entries(options)) {
+    if (v === undefined || (typeof v === 'string' && v.length > VIEW_OPTION_MAX_CHARS)) continue;
+    shown[k] = v;
+    any = true;
+  }
+  return any ? shown : undefined;
 }
 
 export const META_FORMAT_VERSION = 1;

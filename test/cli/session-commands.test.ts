@@ -24,8 +24,26 @@ describe('astra new and sessions', () => {
 
     const table = await runCli(['sessions'], env);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^ID\s+TITLE\s+STATE\s+CONTROLLER\s+OBSERVERS\s+LAST ACTIVITY$/m);
-    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+first one\\s+idle\\s+-\\s+0\\s+\\d+s ago$`, 'm'));
+    expect(table.stdout).toMatch(/^ID\s+TITLE\s+ENGINE\s+STATE\s+CONTROLLER\s+OBSERVERS\s+LAST ACTIVITY$/m);
+    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+first one\\s+shell\\s+idle\\s+-\\s+0\\s+\\d+s ago$`, 'm'));
+  });
+
+  it("a session shows the engine's options it kept (no long system prompt) and its approval timeout: sessions --json and the table's ENGINE column", async () => {
+    const { env } = setup();
+    const prompt = 'You are terse. '.repeat(40);
+    const r = await runCli(['new', '--model', 'llama3.1', '--base-url', 'http://127.0.0.1:11434/v1', '--max-steps', '3', '--system-prompt', prompt, '--approval-timeout', '90'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const id = r.stdout.trim();
+    const s = (await listJson(env)).find((x) => x.id === id)!;
+    expect(s).toMatchObject({ engine: 'chat', engineOptions: { model: 'llama3.1', baseUrl: 'http://127.0.0.1:11434/v1', maxSteps: 3 }, approvalTimeoutMs: 90_000 });
+    expect(JSON.stringify(s)).not.toContain('You are terse');
+    const shell = await newSession(env);
+    const plain = (await listJson(env)).find((x) => x.id === shell)!;
+    expect(plain.engineOptions).toBeUndefined();
+    expect(plain.approvalTimeoutMs).toBeUndefined();
+    const table = await runCli(['sessions'], env);
+    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+chat llama3\\.1\\s+idle`, 'm'));
+    expect(table.stdout).toMatch(new RegExp(`^${shell}\\s+.*\\s+shell\\s+idle`, 'm'));
   });
 
   it('the sessions table lines up CJK and emoji titles by display columns', async () => {
@@ -41,7 +59,7 @@ describe('astra new and sessions', () => {
     const stateAt = (l: string) => displayWidth(l.slice(0, l.search(/ (idle|STATE) /) + 1));
     const columns = new Set(lines.map(stateAt));
     expect(columns.size, table.stdout).toBe(1);
-    expect(table.stdout).toMatch(/ (很长){7}…  idle/); // cut within 30 columns, whole characters
+    expect(table.stdout).toMatch(/ (很长){7}…  shell   idle/); // cut within 30 columns, whole characters
   });
 
   it('a bad --approval value is a usage error that creates nothing', async () => {

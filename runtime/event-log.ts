@@ -63,6 +63,7 @@ export class EventLog {
   private syncTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = RETRY_FIRST_MS;
+  private lastRetryError: string | undefined;
   private closed = false;
   private readonly flushBound = () => {
     this.flushScheduled = false;
@@ -169,11 +170,15 @@ export class EventLog {
       ok = j.retry();
     } catch (e) {
       ok = false;
-      if (!diskFullError(e, j.file)) this.opts.logger.error({ sessionId: this.opts.sessionId, err: (e as Error).message }, 'journal retry failed');
+      // Logged when it changes, not at every retry (8 s apart for as long as the disk stays full).
+      const message = (e as Error).message;
+      if (!diskFullError(e, j.file) && message !== this.lastRetryError) this.opts.logger.error({ sessionId: this.opts.sessionId, err: message }, 'journal retry failed; retrying while the disk is full');
+      this.lastRetryError = message;
     }
     if (!ok || j.blocked) return this.block(this.blocked);
     this.blocked = undefined;
     this.retryMs = RETRY_FIRST_MS;
+    this.lastRetryError = undefined;
     this.opts.logger.info({ sessionId: this.opts.sessionId, path: j.file }, 'disk has space again: the session\'s held writes are written');
     this.publishWritten();
     this.opts.onBlocked(undefined);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Connection, decode } from '../../ipc/index.js';
 import { LIMITS, PROTOCOL_VERSION, type AstraError } from '../../protocol/index.js';
-import { envFor, isAlive, readRecordFile, recordPath, runCli, waitFor, useTempHomes, type RecordShape } from '../helpers/processes.js';
+import { ROOT, envFor, isAlive, readRecordFile, recordPath, runCli, waitFor, useTempHomes, type RecordShape } from '../helpers/processes.js';
 
 const home = useTempHomes();
 
@@ -246,6 +246,47 @@ describe('daemon/shuttingDown reasons', () => {
         caller.close();
       }),
     );
+  });
+});
+
+describe('an uncaught exception in the daemon', () => {
+  it("tells every client why (reason error, the message and where to look), flushes the journals, removes its record and exits; the next daemon has the session's every event", async () => {
+    const h = home();
+    const preload = path.join(ROOT, 'test', 'fixtures', 'throw-on-sigusr2.cjs');
+    const env = envFor(h, { NODE_OPTIONS: `--require ${preload}` });
+    const r = await runCli(['daemon', 'start'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const rec = readRecordFile(h)!;
+    let resolveNote!: (p: { reason: string; message?: string }) => void;
+    const note = new Promise<{ reason: string; message?: string }>((res) => (resolveNote = res));
+    const conn = await client(rec, (method, params) => method === 'daemon/shuttingDown' && resolveNote(params));
+    const ended = closed(conn);
+    const { session } = (await conn.request('session/create', { title: 'before the crash', approvalPolicy: 'auto' })) as { session: { id: string } };
+    const { epoch } = (await conn.request('lease/acquire', { sessionId: session.id })) as { epoch: number };
+    await conn.request('session/rename', { sessionId: session.id, epoch, title: 'renamed before the crash' });
+    const head = ((await conn.request('session/read', { sessionId: session.id, sinceSeq: 0 })) as { events: { seq: number }[] }).events.at(-1)!.seq;
+
+    process.kill(rec.pid, 'SIGUSR2');
+    const got = await note;
+    expect(got.reason).toBe('error');
+    expect(got.message).toMatch(/internal error: injected by the test; see the daemon log/);
+    await ended;
+    await waitFor('the crashed daemon to exit', () => !isAlive(rec.pid), 10_000);
+    expect(readRecordFile(h)).toBeUndefined();
+    expect(logOf(h)).toMatch(/uncaught exception; exiting/);
+
+    // A new daemon (without the preload) serves the session with every event the old one acknowledged.
+    const again = await startDaemon(h);
+    expect(again.pid).not.toBe(rec.pid);
+    const c2 = await client(again);
+    const read = (await c2.request('session/read', { sessionId: session.id, sinceSeq: 0 })) as { events: { seq: number; type: string; data: { title?: string } }[] };
+    // Every acknowledged event, in order without gaps; then the new daemon's: the crashed controller's lease in its grace.
+    expect(read.events.slice(0, head).map((e) => e.seq)).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+    expect(read.events.slice(head), JSON.stringify(read.events.slice(head))).toMatchObject([{ seq: head + 1, type: 'lease.changed', data: { reason: 'restart', epoch } }]);
+    expect((read.events[head]!.data as { graceUntil?: number }).graceUntil).toBeGreaterThan(Date.now());
+    const listed = (await c2.request('session/list', {})) as { sessions: { id: string; title: string }[] };
+    expect(listed.sessions.find((s) => s.id === session.id)?.title).toBe('renamed before the crash');
+    c2.close();
   });
 });
 

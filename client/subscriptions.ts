@@ -1,7 +1,7 @@
 // The client's subscriptions, by session (the one owner of that map and of the holds): subscribing,
 // holding a stream a slow `for await` loop fell behind on, resubscribing after lag, a hold or a
 // reconnect, and resyncing a subscription whose cursor is ahead of the session's head.
-import { AstraError, isAstraError, type SessionEvent } from '../protocol/index.js';
+import { AstraError, LIMITS, isAstraError, type SessionEvent } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
 import { checkResult, toAstraError, type Calls } from './calls.js';
 import { Subscription, type SubscribeOptions } from './subscription.js';
@@ -40,8 +40,8 @@ export class Subscriptions {
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new AstraError('invalid_params', 'subscribe: sessionId must be a non-empty string');
     if (opts.sinceSeq !== undefined && (!Number.isSafeInteger(opts.sinceSeq) || opts.sinceSeq < 0))
       throw new AstraError('invalid_params', `subscribe: sinceSeq must be an integer ≥ 0, got ${String(opts.sinceSeq)}`);
-    if (opts.historyLines !== undefined && (!Number.isSafeInteger(opts.historyLines) || opts.historyLines < 1 || opts.historyLines > 100_000))
-      throw new AstraError('invalid_params', `subscribe: historyLines must be an integer 1..100000, got ${String(opts.historyLines)}`);
+    if (opts.historyLines !== undefined && (!Number.isSafeInteger(opts.historyLines) || opts.historyLines < 1 || opts.historyLines > LIMITS.maxHistoryLines))
+      throw new AstraError('invalid_params', `subscribe: historyLines must be an integer 1..${LIMITS.maxHistoryLines}, got ${String(opts.historyLines)}`);
     if (opts.screen !== undefined && typeof opts.screen !== 'boolean') throw new AstraError('invalid_params', `subscribe: screen must be a boolean, got ${String(opts.screen)}`);
     if (opts.maxQueuedBytes !== undefined && !(typeof opts.maxQueuedBytes === 'number' && opts.maxQueuedBytes > 0))
       throw new AstraError('invalid_params', `subscribe: maxQueuedBytes must be a number > 0, got ${String(opts.maxQueuedBytes)}`);

@@ -1,6 +1,7 @@
 // The method table (DESIGN.md §3.1): every method is declared once, with its params and result
 // schemas and its policy. The daemon's router and the client's typed API are derived from it.
 import { any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
+import { LIMITS } from './version.js';
 import {
   APPROVAL_POLICIES,
   DECISIONS,
@@ -183,7 +184,7 @@ export const METHODS = {
      * about that many lines at most (the latest finished turn and the running one always included);
      * session/replayed then says `historyFromSeq`, the seq before which events were left out.
      */
-    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()), screen: opt(bool()), historyLines: opt(int({ min: 1, max: 100_000 })) }),
+    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()), screen: opt(bool()), historyLines: opt(int({ min: 1, max: LIMITS.maxHistoryLines })) }),
     result: obj({ sessionId: sessionId(), headSeq: seq() }),
     policy: { controller: false, mutates: false, idempotent: true, epoch: false },
   }),

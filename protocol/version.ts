@@ -17,6 +17,8 @@ export const LIMITS = {
   frameDeadlineMs: 10_000,
   /** The first frame (initialize) must arrive within this many ms of connecting. */
   handshakeDeadlineMs: 2_000,
+  /** Most lines of output session/subscribe's historyLines may ask for. */
+  maxHistoryLines: 100_000,
 } as const;
 
 /** Bytes of the big-endian length header in front of every frame. */

@@ -1,6 +1,7 @@
 // `astra web` over raw HTTP against a real gateway process and a real daemon (temp ASTRA_HOME each):
 // pairing, 401s, Host and Origin refusals, observer links, the SSE contract, approvals, the envelope.
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { envFor, runCli, useTempHomes, waitFor } from '../helpers/processes.js';
@@ -180,6 +181,25 @@ describe('astra web: the error envelope and bounds', () => {
     expectEnvelope(noLease, 'not_controller');
     expect(noLease.body.error.message).toMatch(/take control/);
     expect((await request(g.port, 'GET', '/v1/health')).status).toBe(200);
+  });
+
+  it('closes a request whose body does not arrive in time with 408, and keeps an event stream open past that deadline', async () => {
+    const { g, cookie } = await setup({ ASTRA_WEB_REQUEST_TIMEOUT_MS: '600', ASTRA_WEB_HEARTBEAT_MS: '200' });
+    const id = await newSession(g, cookie, 'auto');
+    const stream = await openSse(g.port, `/v1/sessions/${id}/events?tab=a`, { cookie });
+    const t0 = Date.now();
+    const sock = net.connect(g.port, '127.0.0.1');
+    sock.write(`POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:${g.port}\r\nCookie: ${cookie}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":`);
+    let answer = '';
+    sock.on('data', (d) => (answer += d.toString('latin1')));
+    await new Promise<void>((resolve) => sock.once('close', () => resolve()));
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(500);
+    // The stream's response outlives the deadline: heartbeats keep coming after it.
+    const after = Date.now();
+    await stream.next((f) => f.event === 'heartbeat' && f.data.ts > after, 5_000, 'a heartbeat after the deadline');
+    expect(stream.frames.some((f) => f.event === 'error')).toBe(false);
+    stream.close();
   });
 
   it('answers overloaded past its bound of connections instead of failing', async () => {

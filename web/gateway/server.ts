@@ -20,6 +20,8 @@ import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
 
 export const LOOPBACK = '127.0.0.1';
 const DEFAULT_MAX_CONNECTIONS = 128;
+/** A request's headers and body within 10 s, as a frame on the socket (LIMITS.frameDeadlineMs). */
+const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
 export interface GatewayOptions {
   env?: NodeJS.ProcessEnv;
@@ -30,6 +32,8 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   codeTtlMs?: number;
   maxConnections?: number;
+  /** A request's headers and body must arrive within this long (an event stream's response is not bounded by it). */
+  requestTimeoutMs?: number;
   tabLimits?: Partial<TabLimits>;
   /** One line per notable thing (never a code, token or cookie). */
   log?: (line: string) => void;
@@ -96,6 +100,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const pairing = new Pairing(webFiles(env).auth, opts.codeTtlMs ?? envNumber(env, 'ASTRA_WEB_PAIR_TTL_MS') ?? DEFAULT_CODE_TTL_MS);
   const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, new LeaseStore(webFiles(env).leases));
   const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
+  const requestTimeoutMs = opts.requestTimeoutMs ?? envNumber(env, 'ASTRA_WEB_REQUEST_TIMEOUT_MS') ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const adminSecret = crypto.randomBytes(32).toString('base64url');
   const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED };
   const dir = pageDir();
@@ -105,20 +110,32 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   let boundPort = port;
   const cookieName = (): string => `astra_web_${boundPort}`;
 
-  const server = http.createServer({ requestTimeout: 0, headersTimeout: 15_000, keepAliveTimeout: 5_000 }, (req, res) => {
-    void handle(req, res).catch((e: unknown) => {
-      if (!(e instanceof AstraError)) log(`internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${(e as Error)?.stack ?? String(e)}`);
-      sendError(res, e);
-    });
-  });
+  // Node answers a request not received in time with a bare 408 and closes the connection (a body
+  // dripped a byte at a time would hold a connection for ever); it checks at connectionsCheckingInterval.
+  const server = http.createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, requestTimeoutMs / 5)),
+      keepAliveTimeout: 5_000,
+    },
+    (req, res) => {
+      void handle(req, res).catch((e: unknown) => {
+        if (!(e instanceof AstraError)) log(`internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${(e as Error)?.stack ?? String(e)}`);
+        sendError(res, e);
+      });
+    },
+  );
   server.on('connection', (socket: Socket) => {
     socket.on('error', () => undefined);
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     if (sockets.size > maxConnections) overflow.add(socket);
   });
-  server.on('clientError', (_e, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  server.on('clientError', (e: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return;
+    if (e.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
   });
 
   /** Attacker-chosen header values go into the log only shortened and printable. */

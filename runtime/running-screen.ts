@@ -15,7 +15,7 @@
 // output as events, as without `screen`.
 import type { EventType } from '../protocol/index.js';
 import type { RuntimeLogger } from './logger.js';
-import { openScreen, type ScreenHandle } from './terminal/remote-screen.js';
+import { openScreen, warmScreenWorker, type ScreenHandle } from './terminal/remote-screen.js';
 
 /** Bytes waiting for the emulator past which the engine is told it is behind. */
 const HIGH_WATER = 4 * 1024 * 1024;
@@ -42,7 +42,14 @@ interface Current {
   fromSeq: number;
   /** The seq of the last command.output written to the screen (fromSeq before any). */
   atSeq: number;
+  /** Counts resizes: a capture taken before one is not the screen after it, at the same atSeq. */
+  sizeGen: number;
   screen: ScreenHandle;
+  /**
+   * The last capture asked for: another subscriber asking for the same screen (same atSeq, size and
+   * scrollback) shares it — two attached clients getting frames of a flood take one snapshot a frame.
+   */
+  last?: { atSeq: number; sizeGen: number; withScrollback: boolean; capture: Promise<ScreenCapture | undefined> };
 }
 
 export class RunningScreen {
@@ -69,7 +76,7 @@ export class RunningScreen {
       this.finished = undefined;
       if (this.enabled === false || data.tty !== true || data.turnId === undefined) return;
       try {
-        this.current = { turnId: data.turnId, fromSeq: seq, atSeq: seq, screen: openScreen(size, this.enabled === 'inline' ? 'inline' : 'worker') };
+        this.current = { turnId: data.turnId, fromSeq: seq, atSeq: seq, sizeGen: 0, screen: openScreen(size, this.enabled === 'inline' ? 'inline' : 'worker') };
       } catch (e) {
         this.logger.warn({ sessionId: this.sessionId, err: (e as Error).message }, 'no screen for this command; subscribers get its output as events');
       }
@@ -113,7 +120,15 @@ export class RunningScreen {
   /** The running command's terminal took a new size. */
   resize(turnId: string, cols: number, rows: number): void {
     const c = this.current;
-    if (c && c.turnId === turnId) c.screen.resize(cols, rows);
+    if (c && c.turnId === turnId) {
+      c.screen.resize(cols, rows);
+      c.sizeGen++;
+    }
+  }
+
+  /** A subscriber that will want screens came: the screen worker is started now rather than at the first command (see warmScreenWorker). */
+  prepare(): void {
+    if (this.enabled === true) warmScreenWorker();
   }
 
   /** A command with a screen is running. */
@@ -135,9 +150,17 @@ export class RunningScreen {
    * The running command's screen through the last output appended so far; undefined without one (or
    * if it ends first). `withScrollback: false`: scrollback '' (a catch-up sends none).
    */
-  async capture(withScrollback = true): Promise<ScreenCapture | undefined> {
+  capture(withScrollback = true): Promise<ScreenCapture | undefined> {
     const c = this.current;
-    if (!c) return undefined;
+    if (!c) return Promise.resolve(undefined);
+    const l = c.last;
+    if (l && l.atSeq === c.atSeq && l.sizeGen === c.sizeGen && l.withScrollback === withScrollback) return l.capture;
+    const capture = this.take(c, withScrollback);
+    c.last = { atSeq: c.atSeq, sizeGen: c.sizeGen, withScrollback, capture };
+    return capture;
+  }
+
+  private async take(c: Current, withScrollback: boolean): Promise<ScreenCapture | undefined> {
     const atSeq = c.atSeq;
     let snap;
     try {

@@ -324,6 +324,7 @@ export class SessionHost implements FeedSource {
       if (historyFromSeq !== undefined) since = historyFromSeq - 1;
     }
     const feed = new SubscriptionFeed(this, sink, since, { screen: opts.screen === true, historyFromSeq });
+    if (opts.screen === true) this.screen.prepare();
     this.feeds.add(feed);
     feed.start();
     const headSeq = this.log.publishedSeq;

@@ -133,6 +133,8 @@ export class SubscriptionFeed {
   /** The replay reached output past the frame's screen while the flood goes on: the next frame is due. */
   private frameDue = false;
   private screen: ScreenCapture | undefined;
+  /** While waiting out a frame's time: ends the wait at once (the command ended, its last screen is due). */
+  private wakeFrame: (() => void) | undefined;
   /** The running command's output the screen stands for: command.output in (fromSeq, atSeq] is taken without delivering it. */
   private cut: { fromSeq: number; atSeq: number } | undefined;
   private readonly historyFromSeq: number | undefined;
@@ -167,6 +169,8 @@ export class SubscriptionFeed {
     if (this.closed) return;
     if (this.phase !== 'live') {
       if (this.phase === 'paused' && this.sink.onSkipped) this.sink.onSkipped(e.seq, e.bodyLength);
+      // Getting frames and the command ended: its last screen goes now, not at the end of the frame's time.
+      if (this.wakeFrame && (e.type === 'command.completed' || e.type === 'turn.completed')) this.wakeFrame();
       return;
     }
     if (e.seq <= this.lastSeq) return;
@@ -208,7 +212,8 @@ export class SubscriptionFeed {
     this.phase = 'paused';
     this.wantScreen = this.catchUp = true;
     this.cutBytes = 0;
-    this.startReplay(true, FRAME_MS);
+    // A command that has ended already (its output still being replayed) waits for nothing: its last screen goes at once.
+    this.startReplay(true, this.source.screenRunning?.() ? FRAME_MS : 0);
   }
 
   private startReplay(waitFirst: boolean, delayMs = 0): void {
@@ -228,7 +233,17 @@ export class SubscriptionFeed {
    */
   private async replay(waitFirst: boolean, delayMs = 0): Promise<void> {
     const src = this.source;
-    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs).unref());
+    if (delayMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => this.wakeFrame?.(), delayMs);
+        timer.unref();
+        this.wakeFrame = () => {
+          clearTimeout(timer);
+          this.wakeFrame = undefined;
+          resolve();
+        };
+      });
+    }
     if (waitFirst) await this.waitForCapacity();
     if (this.wantScreen) {
       this.wantScreen = false;

@@ -48,18 +48,23 @@ export class OutputFilter {
 
   /** Returns the bytes to forward; a sequence left incomplete at the end waits for the next chunk. */
   push(data: Uint8Array): Buffer {
+    // Plain text (no ESC) in the ground state, the bulk of most output, passes as it is (a copy, as
+    // below: the caller's buffer may be reused once this returns).
+    if (this.state === 'ground' && data.indexOf(ESC) === -1) return Buffer.from(data);
     const out: Buffer[] = [];
     let from = 0; // start of the pending run of plain bytes
     for (let i = 0; i < data.length; i++) {
-      const b = data[i]!;
       if (this.state === 'ground') {
-        if (b !== ESC) continue;
+        // Straight to the next ESC: the bytes before it are plain.
+        const at = data.indexOf(ESC, i);
+        if (at === -1) break;
+        i = at;
         if (i > from) out.push(Buffer.from(data.subarray(from, i)));
         this.state = 'esc';
-        this.seq = [b];
+        this.seq = [ESC];
         continue;
       }
-      this.take(b, out);
+      this.take(data[i]!, out);
       if ((this.state as State) === 'ground') from = i + 1;
     }
     if (this.state === 'ground' && from < data.length) out.push(Buffer.from(data.subarray(from)));

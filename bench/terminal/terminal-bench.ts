@@ -29,6 +29,13 @@ export const KEYS = Number(process.env.BENCH_TERMINAL_KEYS ?? 300);
 const KEY_WARMUP = 50;
 export const SEQ_N = 2_000_000;
 const COLD_REPEATS = 5;
+/**
+ * BENCH_TERMINAL_PARTS: a comma list of `keys`, `seq`, `alone` (default all three); with fewer, the
+ * run alone prints its figures but writes neither results.json nor the report (a partial table).
+ */
+const ALL_PARTS = ['keys', 'seq', 'alone'] as const;
+const PARTS = (process.env.BENCH_TERMINAL_PARTS?.split(',').map((p) => p.trim()).filter(Boolean) ?? [...ALL_PARTS]) as string[];
+for (const p of PARTS) if (!(ALL_PARTS as readonly string[]).includes(p)) throw new Error(`bench: BENCH_TERMINAL_PARTS has '${p}'; use a comma list of ${ALL_PARTS.join(', ')}`);
 /** The session's command for the key rows: cat echoes every byte itself (raw, no terminal echo). `RE''ADY` so the typed line does not contain the marker. */
 const CAT_CMD = `stty raw -echo; printf 'RE''ADY'; exec cat`;
 /** `END-$((1+1))` prints END-2, which the typed line does not contain. */
@@ -310,12 +317,16 @@ async function serverAloneTmux(rec: Recorder, log: Log): Promise<void> {
   try {
     tmux.newSession('alone', `env PS1='ready> ' sh`);
     await waitUntil('the tmux pane\'s prompt', 15_000, async () => tmux.run(['capture-pane', '-p', '-t', 'alone']).includes('ready>'));
+    const pid = tmux.serverPid();
+    const cpu0 = cpuMs(pid);
     const t0 = performance.now();
     tmux.run(['send-keys', '-t', 'alone', `seq 1 ${SEQ_N}; tmux -L ${tmux.socket} wait -S seqdone`, 'Enter']);
     tmux.run(['wait', 'seqdone']);
     const ms = performance.now() - t0;
+    const cpu = cpuMs(pid) - cpu0;
     rec.record('terminal.seqAloneMs', 'tmux', ms);
-    log(`  tmux     seq 1 ${SEQ_N}, no client attached: ${ms.toFixed(0)} ms`);
+    rec.record('terminal.seqAloneCpuMs', 'tmux', cpu);
+    log(`  tmux     seq 1 ${SEQ_N}, no client attached: ${ms.toFixed(0)} ms (CPU of the server ${cpu.toFixed(0)} ms)`);
   } finally {
     tmux.kill();
   }
@@ -329,11 +340,15 @@ async function serverAloneAstra(rec: Recorder, log: Log): Promise<void> {
     try {
       const { session } = await c.session.create({ title: 'benchalone', engine: 'shell', approvalPolicy: 'auto', cwd: astra.daemon.home });
       await c.acquireController(session.id);
+      const cpu0 = cpuMs(astra.daemon.pid);
       await c.turn.start({ sessionId: session.id, input: { text: `seq 1 ${SEQ_N}` } });
       await waitUntil('the seq turn ending', 300_000, async () => (await c.session.read({ sessionId: session.id, limit: 1 })).session.runningTurnId === undefined);
+      // The daemon's CPU over the turn (its screen worker's thread included), read once it ended (the polls add a little).
+      const cpu = cpuMs(astra.daemon.pid) - cpu0;
       const ms = await commandMs(astra, session.id);
       rec.record('terminal.seqAloneMs', 'astra', ms);
-      log(`  astra    seq 1 ${SEQ_N}, no client attached: ${ms} ms`);
+      rec.record('terminal.seqAloneCpuMs', 'astra', cpu);
+      log(`  astra    seq 1 ${SEQ_N}, no client attached: ${ms} ms (CPU of the daemon ${cpu.toFixed(0)} ms)`);
     } finally {
       await c.close();
     }
@@ -359,11 +374,10 @@ export async function runTerminalBench(log: Log): Promise<TerminalResult> {
   try {
     for (let r = 0; r < REPEATS; r++) {
       log(` terminal run ${r + 1}/${REPEATS}`);
-      const pairs: [() => Promise<void>, () => Promise<void>][] = [
-        [() => latencyTmux(rec, log), () => latencyAstra(rec, log)],
-        [() => throughputTmux(rec, log), () => throughputAstra(rec, log)],
-        [() => serverAloneTmux(rec, log), () => serverAloneAstra(rec, log)],
-      ];
+      const pairs: [() => Promise<void>, () => Promise<void>][] = [];
+      if (PARTS.includes('keys')) pairs.push([() => latencyTmux(rec, log), () => latencyAstra(rec, log)]);
+      if (PARTS.includes('seq')) pairs.push([() => throughputTmux(rec, log), () => throughputAstra(rec, log)]);
+      if (PARTS.includes('alone')) pairs.push([() => serverAloneTmux(rec, log), () => serverAloneAstra(rec, log)]);
       for (const [tmuxRun, astraRun] of pairs) {
         if (r % 2 === 0) {
           await tmuxRun();
@@ -400,6 +414,10 @@ async function alone(): Promise<void> {
   const figs = terminalFigures(result);
   for (const l of terminalTable(figs)) log(l);
   for (const e of result.errors) log(`error: ${e}`);
+  if (PARTS.length < ALL_PARTS.length) {
+    log(`BENCH_TERMINAL_PARTS=${PARTS.join(',')}: a partial run, nothing written`);
+    return;
+  }
   const file = path.join(SRC_BENCH, 'results.json');
   const json = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>) : {};
   const figures = ((json.figures as TerminalFigure[] | undefined) ?? []).filter((f) => !f.id.startsWith('terminal.'));

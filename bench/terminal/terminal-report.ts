@@ -42,10 +42,11 @@ export function terminalFigures(r: TerminalResult): TerminalFigure[] {
     row('terminal.seqMBPerSec', `terminal: \`seq 1 ${r.parameters.SEQ_N}\` to two attached clients (bare: tmux pane, two clients)`, 'MB/s', 'higher', '≥ 1.0× tmux', (a, t) => a / t >= 1.0),
     row('terminal.seqClientMB', 'terminal: the same, bytes each client\'s terminal received', 'MB', 'lower', ''),
     row('terminal.seqDaemonMs', 'terminal: the same, the command in the daemon (command.started → turn.completed)', 'ms', 'lower', ''),
-    row('terminal.seqAloneMs', `terminal: \`seq 1 ${r.parameters.SEQ_N}\` with no client attached — the server alone (Astra: command.started → turn.completed)`, 'ms', 'lower', ''),
     row('terminal.seqServerCpuMs', 'terminal: the same, CPU of the server (the daemon; the tmux server)', 'ms', 'lower', ''),
     row('terminal.seqClientCpuMs', 'terminal: the same, CPU of each client process', 'ms', 'lower', ''),
     row('terminal.seqReaderCpuMs', 'terminal: the same, CPU of the bench reading both client terminals', 'ms', 'lower', ''),
+    row('terminal.seqAloneMs', `terminal: \`seq 1 ${r.parameters.SEQ_N}\` with no client attached — the server alone (Astra: command.started → turn.completed)`, 'ms', 'lower', ''),
+    row('terminal.seqAloneCpuMs', 'terminal: the same, CPU of the server (the daemon with its screen worker; the tmux server)', 'ms', 'lower', ''),
     row('terminal.coldAttachMs', 'terminal: a fresh attach process to its first screen (bare: tmux attach -r)', 'ms', 'lower', ''),
   ];
 }

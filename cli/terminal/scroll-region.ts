@@ -66,6 +66,8 @@ export class StatusRowGuard {
   }
 
   push(chunk: Uint8Array): GuardedOutput {
+    // Plain text with nothing held: nothing to rewrite, and no string round trip.
+    if (this.pending === '' && chunk.indexOf(0x1b) === -1) return { data: Buffer.from(chunk), redraw: false };
     // latin1 keeps every byte as one char, so UTF-8 passes through untouched.
     let s = this.pending + Buffer.from(chunk).toString('latin1');
     this.pending = '';

@@ -51,12 +51,23 @@ class ScreenWorker {
     this.worker!.postMessage(m);
   }
 
+  /** Starts the thread ahead of its first screen (it loads the emulator meanwhile); it keeps no process alive while it has none. */
+  warm(): void {
+    if (this.worker) return;
+    const w = this.start();
+    if (this.screens.size === 0) w.unref();
+  }
+
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
   closed(id: number): void {
     this.screens.delete(id);
     if (this.screens.size === 0) this.worker?.unref();
   }
 
-  private start(): void {
+  private start(): Worker {
     const w = new Worker(this.script);
     this.worker = w;
     w.on('message', (m: FromWorker) => {
@@ -73,6 +84,7 @@ class ScreenWorker {
     };
     w.on('error', (e) => gone(`the screen worker failed: ${e.message}`));
     w.on('exit', (code) => gone(`the screen worker exited (code ${code})`));
+    return w;
   }
 
   ref(): void {
@@ -184,6 +196,18 @@ export class RemoteScreen implements ScreenHandle {
     if (!this.broken) this.worker.post({ op: 'dispose', id: this.id });
     this.worker.closed(this.id);
   }
+}
+
+/**
+ * Starts the shared screen worker now if it is not running (it takes ~50–250 ms of CPU to start and
+ * load the emulator): called when a client that will want screens subscribes, so that the first
+ * command's flood is not parsed by a thread still starting. True when the thread runs (false where
+ * screens run inline: no worker script).
+ */
+export function warmScreenWorker(): boolean {
+  const w = sharedWorker();
+  w?.warm();
+  return w?.running ?? false;
 }
 
 /**

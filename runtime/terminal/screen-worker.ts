@@ -2,7 +2,8 @@
 // other side). It holds one CommandScreen per id and takes, in the order they were posted: open,
 // write, resize, snapshot, dispose. Messages of one screen are handled in order, and a snapshot is
 // taken in the emulator's write queue after the writes before it — so it shows exactly the bytes
-// posted before it. It answers `parsed` (bytes done, for the daemon's backpressure) and `snapshot`.
+// posted before it. It answers `parsed` (bytes done, for the daemon's backpressure; summed over a turn
+// of its loop) and `snapshot`.
 import { parentPort } from 'node:worker_threads';
 import { CommandScreen } from './screen.js';
 
@@ -20,10 +21,26 @@ export type FromWorker =
 const port = parentPort;
 if (port) {
   const screens = new Map<number, CommandScreen>();
+  // Parsed bytes are told once a turn of this thread's loop, per screen, not once per write: the
+  // emulator parses many writes in one slice of time, and each message costs both threads.
+  const parsed = new Map<number, number>();
+  let telling = false;
+  const tell = () => {
+    telling = false;
+    for (const [id, bytes] of parsed) port.postMessage({ op: 'parsed', id, bytes } satisfies FromWorker);
+    parsed.clear();
+  };
+  const onParsed = (id: number, bytes: number) => {
+    parsed.set(id, (parsed.get(id) ?? 0) + bytes);
+    if (!telling) {
+      telling = true;
+      setImmediate(tell);
+    }
+  };
   port.on('message', (m: ToWorker) => {
     if (m.op === 'open') {
       try {
-        screens.set(m.id, new CommandScreen({ cols: m.cols, rows: m.rows, ...(m.scrollbackLines ? { scrollbackLines: m.scrollbackLines } : {}), onParsed: (bytes) => port.postMessage({ op: 'parsed', id: m.id, bytes } satisfies FromWorker) }));
+        screens.set(m.id, new CommandScreen({ cols: m.cols, rows: m.rows, ...(m.scrollbackLines ? { scrollbackLines: m.scrollbackLines } : {}), onParsed: (bytes) => onParsed(m.id, bytes) }));
       } catch {
         // A bad size: writes to it are dropped, and a snapshot answers an error.
       }

@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import type { Terminal as XtermTerminal } from '@xterm/headless';
 import type { SerializeAddon as XtermSerializeAddon } from '@xterm/addon-serialize';
 import { checkTerminalSize } from './size.js';
+import { useFastLineCopy } from './xterm-line-copy.js';
 
 // Both packages are CommonJS; createRequire keeps their classes typed without an interop default.
 const requireCjs = createRequire(import.meta.url);
@@ -72,6 +73,7 @@ export class CommandScreen {
     checkTerminalSize(opts.cols, opts.rows);
     this.scrollbackLines = opts.scrollbackLines ?? DEFAULT_SCROLLBACK_LINES;
     this.term = new Terminal({ cols: opts.cols, rows: opts.rows, scrollback: this.scrollbackLines, allowProposedApi: true });
+    useFastLineCopy(this.term);
     this.serializer = new SerializeAddon();
     this.term.loadAddon(this.serializer);
     this.size = { cols: opts.cols, rows: opts.rows };

@@ -3,7 +3,7 @@
 // historyLines cuts a long session at a turn; without either, every event comes.
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { Runtime, StoredEvent, createShellEngine, silentLogger, type ScreenCapture } from '../../runtime/index.js';
 import { SubscriptionFeed, type FeedSource } from '../../runtime/subscription-feed.js';
@@ -380,6 +380,89 @@ describe('the feed of a subscription with a screen taken past what was published
     }
     expect(order).toEqual(['turn.started#1', 'command.started#2', 'screen@5', 'replayed@3', 'lease.changed#5', 'command.output#6']);
     expect(feed.lastSeq).toBe(6);
+  });
+});
+
+describe('the feed of a screen subscriber getting frames of a flood', () => {
+  it('sends the command\'s last screen as soon as the command ends, not after the frame\'s time', async () => {
+    const ev = (seq: number, type: string, data: object, bytes = 8) => StoredEvent.live('s1', seq, Buffer.alloc(bytes), 0, bytes, 0, type, data, undefined);
+    const published: StoredEvent[] = [ev(1, 'turn.started', { turnId: 't' }), ev(2, 'command.started', { turnId: 't', tty: true })];
+    let running = true;
+    const captures: boolean[] = [];
+    const source: FeedSource = {
+      id: 's1',
+      logger: silentLogger,
+      get publishedSeq() {
+        return published.length;
+      },
+      isClosed: false,
+      readPublished: async (after) => published.filter((e) => e.seq > after),
+      captureScreen: async (catchUp) => {
+        captures.push(catchUp === true);
+        const atSeq = published.filter((e) => e.type === 'command.output').at(-1)?.seq ?? 2;
+        return { turnId: 't', fromSeq: 2, atSeq, cols: 80, rows: 24, data: Buffer.from(`SCREEN@${atSeq}`), scrollback: '', alternate: false };
+      },
+      screenRunning: () => running,
+      trimTail: () => {},
+      drop: () => {},
+    };
+    const order: string[] = [];
+    const feed = new SubscriptionFeed(source, { onEvent: (e) => void order.push(`${e.type}#${e.seq}`), onScreen: (sc) => void order.push(`screen@${sc.atSeq}`) }, 0, { screen: true });
+    // The frame's wait is a timer that never fires here: only the command's end can end it.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      feed.start();
+      for (let i = 0; i < 200 && feed.phase !== 'live'; i++) await new Promise((r) => setImmediate(r));
+      expect(feed.phase).toBe('live');
+      // 192 KiB of output at once: past the flood's 128 KiB, so the feed waits for its first frame.
+      for (const seq of [3, 4, 5]) {
+        published.push(ev(seq, 'command.output', { turnId: 't' }, 64 * 1024));
+        feed.offer(published.at(-1)!);
+      }
+      expect(feed.phase).toBe('paused');
+      // More output while it waits (left out: the screen will stand for it), then the command ends.
+      published.push(ev(6, 'command.output', { turnId: 't' }, 64 * 1024));
+      feed.offer(published.at(-1)!);
+      const before = captures.length;
+      running = false;
+      published.push(ev(7, 'command.completed', { turnId: 't', exitCode: 0 }));
+      feed.offer(published.at(-1)!);
+      for (let i = 0; i < 200 && feed.phase !== 'live'; i++) await new Promise((r) => setImmediate(r));
+      expect(captures.length, 'the last screen was captured without waiting out the frame').toBe(before + 1);
+      expect(captures.at(-1)).toBe(true);
+      expect(order.slice(-3)).toEqual(['command.output#5', 'screen@6', 'command.completed#7']);
+      expect(feed.phase).toBe('live');
+    } finally {
+      vi.useRealTimers();
+      feed.close();
+    }
+  });
+});
+
+describe('a running screen captured for several subscribers', () => {
+  it('shares one capture between requests for the same screen, and takes another after output or a resize', async () => {
+    const { RunningScreen } = await import('../../runtime/running-screen.js');
+    const rs = new RunningScreen('s1', silentLogger, 'inline');
+    cleanups.push(() => rs.dispose());
+    rs.onEvent('command.started', 1, { turnId: 't', tty: true }, { cols: 80, rows: 24 });
+    rs.output(2, 't', Buffer.from('hello\r\n'));
+    const a = rs.capture(false);
+    const b = rs.capture(false);
+    expect(b).toBe(a);
+    const [ca, cb] = await Promise.all([a, b]);
+    expect(ca).toBe(cb);
+    expect(ca!.data.toString()).toContain('hello');
+    // With scrollback is another capture; so is one after more output, and one after a resize.
+    expect(rs.capture(true)).not.toBe(a);
+    rs.output(3, 't', Buffer.from('world\r\n'));
+    const c = rs.capture(false);
+    expect(c).not.toBe(a);
+    expect((await c)!.atSeq).toBe(3);
+    expect(rs.capture(false)).toBe(c);
+    rs.resize('t', 100, 30);
+    const d = rs.capture(false);
+    expect(d).not.toBe(c);
+    expect(await d).toMatchObject({ atSeq: 3, cols: 100, rows: 30 });
   });
 });
 

@@ -68,4 +68,19 @@ describe('the output filter', () => {
     expect(f.push(Buffer.from('ab\x1b[3')).toString()).toBe('ab');
     expect(f.push(Buffer.from('1mred')).toString()).toBe('\x1b[31mred');
   });
+
+  it('gives the same bytes whatever the chunks: plain runs, sequences and strings cut anywhere', () => {
+    const text = 'plain line\r\n\x1b[1;31mred\x1b[0m more plain \x1b]2;title\x07kept \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1bPq#0\x1b\\ \u00e9\u4e16 tail';
+    const want = filter(text);
+    expect(want).toBe(filter(...text.split('')));
+    expect(want).not.toContain('title');
+    for (let cut = 1; cut < text.length; cut++) expect(filter(text.slice(0, cut), text.slice(cut))).toBe(want);
+    // A chunk without ESC passes whole, and is the filter's own copy.
+    const f = new OutputFilter();
+    const input = Buffer.from('no escapes here');
+    const out = f.push(input);
+    input.fill(0x41);
+    expect(out.toString()).toBe('no escapes here');
+  });
 });
+

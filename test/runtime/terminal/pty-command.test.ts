@@ -156,6 +156,18 @@ describe('a command in a pseudo-terminal', () => {
     expect(lines[199999]).toBe('200000');
   });
 
+  it('gathers a streaming program\'s reads into chunks larger than one read of the terminal', async () => {
+    // A terminal hands out at most 4095 bytes a read on Linux: once a chunk says the program streams,
+    // the next ones gather reads for a millisecond (output-coalescer.ts), so most bytes come in larger chunks.
+    const r = run('seq 1 300000');
+    expect((await r.cmd.done).exitCode).toBe(0);
+    const sizes = r.chunks.map((c) => c.data.length);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const inLarge = sizes.filter((n) => n > 4096).reduce((a, b) => a + b, 0);
+    expect(Buffer.concat(r.chunks.map((c) => c.data)).toString().split('\r\n').filter(Boolean).length).toBe(300000);
+    expect(inLarge / total, `chunk sizes: ${sizes.slice(0, 40).join(' ')} ...`).toBeGreaterThan(0.5);
+  });
+
   it('delivers every byte a program wrote before it exited, even to a consumer that stays behind', async () => {
     for (let round = 0; round < 3; round++) {
       const chunks: Buffer[] = [];

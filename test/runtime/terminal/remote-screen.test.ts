@@ -2,14 +2,19 @@
 // exactly what one on this thread shows after the same writes, resizes in stream order, reports
 // parsed bytes for backpressure, and refuses snapshots once disposed.
 import { beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ensureBuilt } from '../helpers.js';
 import { CommandScreen } from '../../../runtime/terminal/screen.js';
 
 type RemoteModule = typeof import('../../../runtime/terminal/remote-screen.js');
 let remote: RemoteModule;
+let root: string;
 
 beforeAll(async () => {
-  const root = ensureBuilt();
+  root = ensureBuilt();
   remote = (await import(`${root}/dist/runtime/terminal/remote-screen.js`)) as RemoteModule;
 }, 120_000);
 
@@ -64,4 +69,46 @@ describe('a screen on the worker thread', () => {
     await expect(s.snapshot()).rejects.toThrow(/disposed/);
     expect(s.broken).toBe(false);
   });
+
+  it('starts ahead of the first screen (warm), keeps no process alive while it has none, then serves one', async () => {
+    // A process of its own (the shared worker is per process): it warms the worker and must then end
+    // by itself, the idle thread unref'd.
+    const script = `
+      const r = await import(${JSON.stringify(`${root}/dist/runtime/terminal/remote-screen.js`)});
+      if (!r.warmScreenWorker()) throw new Error('the worker did not start');
+      process.stdout.write('warmed');
+    `;
+    // A file, not -e: a worker inherits the process's node flags, and --input-type is refused in a worker.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'astra-warm-'));
+    const file = path.join(dir, 'warm.mjs');
+    fs.writeFileSync(file, script);
+    const child = spawn(process.execPath, [file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stderr.on('data', (d: Buffer) => (err += d));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`the process with a warmed screen worker did not end within 20 s (stdout ${JSON.stringify(out)}, stderr ${err})`));
+      }, 20_000);
+      child.on('exit', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    fs.rmSync(dir, { recursive: true, force: true });
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(out).toBe('warmed');
+    // Here, warmed again (running already), it serves a screen.
+    expect(remote.warmScreenWorker()).toBe(true);
+    const s = remote.openScreen({ cols: 20, rows: 5 });
+    try {
+      s.write(Buffer.from('warm ok'));
+      expect((await s.snapshot()).text[0]).toBe('warm ok');
+    } finally {
+      s.dispose();
+    }
+  }, 30_000);
 });

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { OutputCoalescer, STREAMING_BYTES } from '../../../runtime/terminal/output-coalescer.js';
+import { waitFor } from '../../helpers/processes.js';
+
+function sink() {
+  const got: Buffer[] = [];
+  const c = new OutputCoalescer({ onOutput: (d) => (got.push(d), true), drained: () => Promise.resolve() }, () => {}, () => {});
+  return { c, got };
+}
+
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+describe('the output coalescer', () => {
+  it('sends a lone small chunk on the next turn of the event loop, and small chunks one turn at a time', async () => {
+    const { c, got } = sink();
+    c.push(Buffer.from('a'), 'stdout');
+    await waitFor('the first chunk', () => got.length === 1, 2000);
+    c.push(Buffer.from('b'), 'stdout');
+    await waitFor('the second chunk', () => got.length === 2, 2000);
+    expect(got.map((b) => b.toString())).toEqual(['a', 'b']);
+  });
+
+  it('after a chunk of a full terminal read (4095 bytes) gathers the reads of the next turns into one chunk', async () => {
+    const { c, got } = sink();
+    const read = (ch: string) => Buffer.alloc(4095, ch);
+    expect(4095).toBeGreaterThanOrEqual(STREAMING_BYTES);
+    c.push(read('a'), 'stdout');
+    await waitFor('the first read', () => got.length === 1, 2000);
+    // Three reads on three turns of the event loop: within the gathering window, one chunk (two, should
+    // the machine stall this process past the window between two turns; one each without the gathering).
+    c.push(read('b'), 'stdout');
+    await nextTurn();
+    c.push(read('c'), 'stdout');
+    await nextTurn();
+    c.push(read('d'), 'stdout');
+    await waitFor('the gathered reads', () => got.reduce((n, b) => n + b.length, 0) === 4 * 4095, 2000);
+    expect(got[0]!.length).toBe(4095);
+    expect(got.length, `chunks: ${got.map((b) => b.length).join(' ')}`).toBeLessThanOrEqual(3);
+    expect(Buffer.concat(got).toString()).toBe('a'.repeat(4095) + 'b'.repeat(4095) + 'c'.repeat(4095) + 'd'.repeat(4095));
+  });
+});

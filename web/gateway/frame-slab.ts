@@ -3,10 +3,13 @@
 // stream of the session writes to its socket as it is (no copy per stream). A stream that joins in
 // the middle of a tick's frames is given the rest from the frame after its last seq (`from`).
 import type { SessionEvent } from '../../protocol/index.js';
-import { eventFrame } from './sse-frames.js';
+import { eventFrame, OutputTemplate } from './sse-frames.js';
 
 /** A slab holds many ticks' frames; a handed-out chunk is never written over (the sockets may still hold it). */
 const SLAB_BYTES = 256 * 1024;
+/** Slabs double (up to this) while ticks outgrow them, so a busy session's tick is seldom copied. */
+const MAX_SLAB_BYTES = 8 * 1024 * 1024;
+const NO_SLAB = Buffer.alloc(0);
 
 /** One tick's frames: events (after `afterSeq`) through `lastSeq`, with where each frame starts. */
 export class FrameChunk {
@@ -36,7 +39,9 @@ export class FrameChunk {
 }
 
 export class FrameSlab {
-  private slab: Buffer = Buffer.allocUnsafeSlow(SLAB_BYTES);
+  /** Allocated at the first frame, and again when one does not fit. */
+  private slab: Buffer = NO_SLAB;
+  private slabBytes = SLAB_BYTES;
   /** Where this tick's frames start in the slab, and where the next one goes. */
   private start = 0;
   private at = 0;
@@ -44,6 +49,7 @@ export class FrameSlab {
   private offsets: number[] = [];
   private afterSeq: number;
   private last: number;
+  private readonly template = new OutputTemplate();
 
   constructor(sinceSeq: number) {
     this.afterSeq = sinceSeq;
@@ -66,7 +72,7 @@ export class FrameSlab {
   }
 
   append(e: SessionEvent): void {
-    const f = eventFrame(e);
+    const f = eventFrame(e, this.template);
     // ASCII (the template): its length is its size; else at most 3 bytes per UTF-16 unit.
     const most = f.ascii ? f.text.length : f.text.length * 3;
     if (this.at + most > this.slab.length) this.grow(most);
@@ -79,7 +85,8 @@ export class FrameSlab {
   /** A new slab, with this tick's frames so far copied to its start (so a tick stays one chunk). */
   private grow(need: number): void {
     const pending = this.at - this.start;
-    const next = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, (pending + need) * 2));
+    if (pending > 0) this.slabBytes = Math.min(MAX_SLAB_BYTES, this.slabBytes * 2);
+    const next = Buffer.allocUnsafeSlow(Math.max(this.slabBytes, (pending + need) * 2));
     this.slab.copy(next, 0, this.start, this.at);
     this.slab = next;
     this.start = 0;
@@ -94,6 +101,11 @@ export class FrameSlab {
     this.seqs = [];
     this.offsets = [];
     this.afterSeq = this.last;
+    // Little room left: the next tick starts a new slab instead of being copied there when it outgrows this one.
+    if (this.slab.length - this.at < this.slab.length / 4) {
+      this.slab = NO_SLAB;
+      this.start = this.at = 0;
+    }
     return chunk;
   }
 }

@@ -272,10 +272,10 @@ export class SessionFeeds {
    */
   observers(sessionId: string, daemonObservers: number, controllerConnectionId: string | undefined): number {
     const feed = this.feeds.get(sessionId);
-    if (!feed?.subscribed) return daemonObservers;
+    if (!feed) return daemonObservers;
     let tabs = 0;
     for (const m of feed.members) if (m.connectionId !== controllerConnectionId) tabs++;
-    return Math.max(0, daemonObservers - 1) + tabs;
+    return Math.max(0, daemonObservers - (feed.subscribed ? 1 : 0)) + tabs;
   }
 
   async close(): Promise<void> {

@@ -201,7 +201,9 @@ export class EventStream implements FeedMember {
     this.feed = undefined;
     this.feedState = 'none';
     if (!wasJoined || this.stopped || this.lagging || this.awaitingDaemon) return;
-    this.subscribe().catch((e: unknown) => this.fail(e));
+    // The daemon is down (stopped, restarting): subscribe once the tab's client is back.
+    if (this.tab.down) this.awaitingDaemon = true;
+    else this.subscribe().catch((e: unknown) => this.fail(e));
   }
 
   private onEvent(e: SessionEvent): void {

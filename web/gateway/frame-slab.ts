@@ -3,7 +3,7 @@
 // stream of the session writes to its socket as it is (no copy per stream). A stream that joins in
 // the middle of a tick's frames is given the rest from the frame after its last seq (`from`).
 import type { SessionEvent } from '../../protocol/index.js';
-import { eventFrame, OutputTemplate } from './sse-frames.js';
+import { genericEventFrame, OutputTemplate } from './sse-frames.js';
 
 /** A slab holds many ticks' frames; a handed-out chunk is never written over (the sockets may still hold it). */
 const SLAB_BYTES = 256 * 1024;
@@ -72,13 +72,14 @@ export class FrameSlab {
   }
 
   append(e: SessionEvent): void {
-    const f = eventFrame(e, this.template);
     // ASCII (the template): its length is its size; else at most 3 bytes per UTF-16 unit.
-    const most = f.ascii ? f.text.length : f.text.length * 3;
+    const ascii = this.template.frame(e);
+    const text = ascii ?? genericEventFrame(e);
+    const most = ascii !== undefined ? text.length : text.length * 3;
     if (this.at + most > this.slab.length) this.grow(most);
     this.seqs.push(e.seq);
     this.offsets.push(this.at - this.start);
-    this.at += this.slab.write(f.text, this.at, f.ascii ? 'latin1' : 'utf8');
+    this.at += this.slab.write(text, this.at, ascii !== undefined ? 'latin1' : 'utf8');
     this.last = e.seq;
   }
 

@@ -10,12 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AstraClient } from '../../client/index.js';
+import { readRecord, resolvePaths } from '../../discovery/index.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CLI = path.resolve(HERE, '..', '..', 'cli', 'main.js');
 const COUNT = Number(process.env.BENCH_WEB_EVENTS ?? 100_000);
 const SIZE = 200;
 const REPEAT = Math.max(1, Number(process.env.BENCH_WEB_REPEAT ?? 3));
+/** BENCH_WEB_READERS=1 (say, to profile one case): the reader counts measured, default 1 and 16. */
+const READERS = (process.env.BENCH_WEB_READERS ?? '1,16').split(',').map(Number).filter((n) => Number.isSafeInteger(n) && n > 0);
 const children: ChildProcess[] = [];
 
 function sleep(ms: number): Promise<void> {
@@ -205,19 +208,26 @@ async function main(): Promise<void> {
     });
     const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
     // BENCH_WEB_REPEAT runs of each (gateway, bare, direct back to back): ratios of the same run, with their spread.
-    for (const readers of [1, 16]) {
-      const runs: Array<{ gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number }> = [];
+    for (const readers of READERS) {
+      const runs: Array<{ gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number; daemonCpuUsPerEvent: number; readerCpuUsPerEvent: number }> = [];
       for (let rep = 0; rep < REPEAT; rep++) {
         process.stderr.write(`bench: ${readers} reader(s), run ${rep + 1}/${REPEAT}: gateway, bare server, direct daemon clients\n`);
         const cpu0 = cpuMs(gw.pid!);
+        const daemonPid = readRecord(resolvePaths(env).recordPath)?.pid ?? 0;
+        const daemon0 = cpuMs(daemonPid);
+        const reader0 = process.cpuUsage();
         const gateway = await gatewayRun(port, cookie, readers);
         // The gateway's own CPU per delivered event: steadier than events/s on a loaded machine.
         const gatewayCpuUsPerEvent = ((cpuMs(gw.pid!) - cpu0) * 1000) / (COUNT * readers);
+        // The two other processes of a gateway run on the same cores: the daemon (per event it emits) and this one's readers (per event read).
+        const daemonCpuUsPerEvent = ((cpuMs(daemonPid) - daemon0) * 1000) / COUNT;
+        const r1 = process.cpuUsage(reader0);
+        const readerCpuUsPerEvent = (r1.user + r1.system) / (COUNT * readers);
         const bare = await bareRun(readers);
         const direct = await directRun(env, readers);
-        runs.push({ gateway, bare, direct, gatewayCpuUsPerEvent });
+        runs.push({ gateway, bare, direct, gatewayCpuUsPerEvent, daemonCpuUsPerEvent, readerCpuUsPerEvent });
       }
-      const ratios = (f: (r: { gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number }) => number): { median: number; min: number; max: number } => {
+      const ratios = (f: (r: (typeof runs)[number]) => number): { median: number; min: number; max: number } => {
         const xs = runs.map(f);
         const r2 = (x: number): number => Number(x.toFixed(2));
         const sorted = [...xs].sort((a, b) => a - b);
@@ -226,7 +236,7 @@ async function main(): Promise<void> {
         return { median: r2(median), min: r2(sorted[0]!), max: r2(sorted.at(-1)!) };
       };
       results[`readers${readers}`] = {
-        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct), gatewayCpuUsPerEvent: Number(r.gatewayCpuUsPerEvent.toFixed(2)) })),
+        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct), gatewayCpuUsPerEvent: Number(r.gatewayCpuUsPerEvent.toFixed(2)), daemonCpuUsPerEvent: Number(r.daemonCpuUsPerEvent.toFixed(2)), readerCpuUsPerEvent: Number(r.readerCpuUsPerEvent.toFixed(2)) })),
         gatewayOfBare: ratios((r) => r.gateway / r.bare),
         directOfBare: ratios((r) => r.direct / r.bare),
         gatewayOfDirect: ratios((r) => r.gateway / r.direct),

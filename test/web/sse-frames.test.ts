@@ -2,7 +2,7 @@
 // and anything it does not recognise exactly goes the generic way.
 import { describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
-import { eventFrame, genericEventFrame } from '../../web/gateway/sse-frames.js';
+import { eventFrame, genericEventFrame, OutputTemplate } from '../../web/gateway/sse-frames.js';
 
 const output = (data: Record<string, unknown>, over: Partial<SessionEvent> = {}): SessionEvent =>
   ({ sessionId: 'ses_01HXYZ', seq: 42, ts: 1764590000123, type: 'command.output', data, ...over }) as SessionEvent;
@@ -37,5 +37,26 @@ describe('SSE frames', () => {
       expect(eventFrame(e)).toEqual({ text: genericEventFrame(e), ascii: false });
       expect(() => JSON.parse(eventFrame(e).text.split('\ndata: ')[1]!)).not.toThrow();
     }
+  });
+
+  it('gives the same bytes as the generic path when ids change from one event to the next (the template keeps the last ones)', () => {
+    const t = new OutputTemplate();
+    const seq: SessionEvent[] = [
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('a') }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('b') }, { seq: 43 }),
+      output({ turnId: 'turn_1', stream: 'stderr', data: Buffer.from('c') }, { seq: 44 }),
+      output({ turnId: 'turn_2', stream: 'stderr', data: new Uint8Array([0, 255, 7]) }, { seq: 45 }),
+      output({ turnId: 'turn_2', stream: 'stderr', data: Buffer.from('d') }, { seq: 46, sessionId: 'ses_other' }),
+      output({ turnId: 'turn_2', stream: 'stderr', data: Buffer.from('e') }, { seq: 47, sessionId: 'ses "quoted"' }),
+      output({ turnId: 'turn_2', stream: 'stdin', data: Buffer.from('f') }, { seq: 48, sessionId: 'ses_other' }),
+      output({ turnId: 'turn_2', stream: 'stderr', data: Buffer.from('g') }, { seq: 49, sessionId: 'ses_other', ts: 1.5 }),
+      output({ turnId: 'turn_2', stream: 'stderr', data: Buffer.from('h') }, { seq: 50, sessionId: 'ses_other' }),
+    ];
+    const ascii = seq.map((e) => {
+      const f = eventFrame(e, t);
+      expect(f.text).toBe(genericEventFrame(e));
+      return f.ascii;
+    });
+    expect(ascii).toEqual([true, true, true, true, true, false, false, false, true]);
   });
 });

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { AstraError, EVENT_TYPES, isAstraError, type Decision, type Session } from '../../protocol/index.js';
 import { HttpError, sendJson } from './errors.js';
 import { MAX_BODY_BYTES, readJsonBody } from './security.js';
+import type { SessionFeeds } from './session-feed.js';
 import { EventStream, type StreamOptions } from './sse.js';
 import { eventToJson } from './sse-frames.js';
 import type { Tab, Tabs } from './tabs.js';
@@ -52,10 +53,11 @@ export function refuseReadOnly(tab: Tab): void {
 }
 
 /** What the page shows beside a session: observers (from daemon/status) and whether this tab controls it. */
-async function decorate(tab: Tab, sessions: Session[]): Promise<Array<Session & { observers: number; controlledByMe: boolean }>> {
+async function decorate(tab: Tab, sessions: Session[], feeds: SessionFeeds | undefined): Promise<Array<Session & { observers: number; controlledByMe: boolean }>> {
   const client = await tab.daemon();
   const status = await client.daemon.status();
-  const observers = new Map(status.sessions.map((s) => [s.id, s.observers]));
+  // The daemon counts the shared feed as one subscriber for all the tabs that watch through it.
+  const observers = new Map(status.sessions.map((s) => [s.id, feeds ? feeds.observers(s.id, s.observers, s.controller?.connectionId) : s.observers]));
   return sessions.map((s) => ({ ...s, observers: observers.get(s.id) ?? 0, controlledByMe: client.heldLeases.has(s.id) }));
 }
 
@@ -81,16 +83,16 @@ const handlers: Record<string, { handler: Handler }> = {
     },
   },
   'GET /v1/sessions': {
-    handler: async ({ res, tab, url }) => {
+    handler: async ({ res, tab, url, stream }) => {
       const client = await tab.daemon();
       const limit = intParam(url, 'limit', 1, 1000) ?? 100;
       const cursor = url.searchParams.get('cursor') ?? undefined;
       const page = await client.session.list({ limit, includeArchived: url.searchParams.get('archived') === 'true', ...(cursor ? { cursor } : {}) });
-      sendJson(res, 200, { sessions: await decorate(tab, page.sessions), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+      sendJson(res, 200, { sessions: await decorate(tab, page.sessions, stream.feeds), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
     },
   },
   'POST /v1/sessions': {
-    handler: async ({ req, res, tab }) => {
+    handler: async ({ req, res, tab, stream }) => {
       const body = await readJsonBody(req);
       const policy = str(body, 'approvalPolicy');
       if (policy !== undefined && policy !== 'ask' && policy !== 'auto') throw new AstraError('invalid_params', '"approvalPolicy" must be "ask" or "auto"');
@@ -114,17 +116,17 @@ const handlers: Record<string, { handler: Handler }> = {
         ...(policy !== undefined ? { approvalPolicy: policy } : {}),
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
       });
-      sendJson(res, 201, { session: (await decorate(tab, [session]))[0] });
+      sendJson(res, 201, { session: (await decorate(tab, [session], stream.feeds))[0] });
     },
   },
   'GET /v1/sessions/{id}': {
-    handler: async ({ res, tab, url }, [id]) => {
+    handler: async ({ res, tab, url, stream }, [id]) => {
       const client = await tab.daemon();
       const limit = intParam(url, 'limit', 1, 100_000);
       const since = intParam(url, 'since', 0, Number.MAX_SAFE_INTEGER);
       const r = await client.session.read({ sessionId: id!, ...(limit !== undefined ? { limit } : {}), ...(since !== undefined ? { sinceSeq: since } : {}) });
       sendJson(res, 200, {
-        session: (await decorate(tab, [r.session]))[0],
+        session: (await decorate(tab, [r.session], stream.feeds))[0],
         events: r.events.map(eventToJson),
         headSeq: r.headSeq,
         ...(r.nextSeq !== undefined ? { nextSeq: r.nextSeq } : {}),

@@ -15,6 +15,7 @@ import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
 import { matchRoute, refuseReadOnly } from './routes.js';
 import { checkHost, checkOrigin, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
+import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
 import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
 
@@ -98,11 +99,14 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
 
   const heartbeatMs = opts.heartbeatMs ?? envNumber(env, 'ASTRA_WEB_HEARTBEAT_MS') ?? DEFAULT_HEARTBEAT_MS;
   const pairing = new Pairing(webFiles(env).auth, opts.codeTtlMs ?? envNumber(env, 'ASTRA_WEB_PAIR_TTL_MS') ?? DEFAULT_CODE_TTL_MS);
-  const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, new LeaseStore(webFiles(env).leases));
+  const leaseStore = new LeaseStore(webFiles(env).leases);
+  const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, leaseStore);
+  // One daemon subscription per session for all its streams; ASTRA_WEB_SHARED_FEEDS=0 gives each stream its own (for comparison).
+  const feeds = env.ASTRA_WEB_SHARED_FEEDS === '0' ? undefined : new SessionFeeds(env, ASTRA_VERSION, leaseStore);
   const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
   const requestTimeoutMs = opts.requestTimeoutMs ?? envNumber(env, 'ASTRA_WEB_REQUEST_TIMEOUT_MS') ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const adminSecret = crypto.randomBytes(32).toString('base64url');
-  const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED };
+  const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED, feeds };
   const dir = pageDir();
   const assets = new Set(dir ? fs.readdirSync(dir) : []);
   const sockets = new Set<Socket>();
@@ -232,6 +236,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
         removeWebRecord(env, process.pid);
         const closed = new Promise<void>((r) => server.close(() => r()));
         await tabs.closeAll();
+        await feeds?.close();
         for (const s of sockets) s.destroy();
         await closed;
       })()),

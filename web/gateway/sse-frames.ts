@@ -33,31 +33,59 @@ export function genericEventFrame(e: SessionEvent): string {
 const PLAIN = /^[A-Za-z0-9_.:-]*$/;
 
 /** The frame of a session event (command.output by the template, everything else generic), and whether it is all ASCII. */
-export function eventFrame(e: SessionEvent): { text: string; ascii: boolean } {
-  const text = templateFrame(e);
+export function eventFrame(e: SessionEvent, template: OutputTemplate = shared): { text: string; ascii: boolean } {
+  const text = template.frame(e);
   return text === undefined ? { text: genericEventFrame(e), ascii: false } : { text, ascii: true };
 }
 
+const TAIL = '","encoding":"base64"}}\n\n';
+
+/**
+ * The command.output template. Its constant parts for the last (sessionId, turnId, stream) are kept
+ * (a stream's output is nearly always one turn's stdout), so the ids are checked and written into
+ * the template once per turn, not once per event.
+ */
+export class OutputTemplate {
+  private sessionId = '';
+  private turnId = '';
+  private stream = '';
+  /** `\nevent: …"sessionId":"…","seq":` and `,"type":…"data":"`, for those three. */
+  private head = '';
+  private mid = '';
+
+  /** command.output by the template (ASCII only: base64, plain ids); undefined for anything else. */
+  frame(e: SessionEvent): string | undefined {
+    if (e.type !== 'command.output') return undefined;
+    const d = e.data as { turnId?: unknown; stream?: unknown; data?: unknown };
+    const bytes = d.data;
+    const turnId = d.turnId;
+    const stream = d.stream;
+    const sessionId = e.sessionId;
+    if (
+      !(bytes instanceof Uint8Array) ||
+      !Number.isSafeInteger(e.ts) ||
+      // Exactly turnId, stream, data, in that order (JSON keeps the key order): else the generic path.
+      !sameKeys(d)
+    )
+      return undefined;
+    if (turnId !== this.turnId || stream !== this.stream || sessionId !== this.sessionId) {
+      if (typeof turnId !== 'string' || (stream !== 'stdout' && stream !== 'stderr') || !PLAIN.test(turnId) || typeof sessionId !== 'string' || !PLAIN.test(sessionId)) return undefined;
+      this.sessionId = sessionId;
+      this.turnId = turnId;
+      this.stream = stream;
+      this.head = `\nevent: command.output\ndata: {"sessionId":"${sessionId}","seq":`;
+      this.mid = `,"type":"command.output","data":{"turnId":"${turnId}","stream":"${stream}","data":"`;
+    }
+    const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+    return 'id: ' + e.seq + this.head + e.seq + ',"ts":' + e.ts + this.mid + b64 + TAIL;
+  }
+}
+
+const shared = new OutputTemplate();
+
 /** command.output by the template (ASCII only: base64, plain ids); undefined for anything else. */
 export function templateFrame(e: SessionEvent): string | undefined {
-  if (e.type !== 'command.output') return undefined;
-  const d = e.data as { turnId?: unknown; stream?: unknown; data?: unknown };
-  const bytes = d.data;
-  const turnId = d.turnId;
-  const stream = d.stream;
-  if (
-    !(bytes instanceof Uint8Array) ||
-    typeof turnId !== 'string' ||
-    (stream !== 'stdout' && stream !== 'stderr') ||
-    !PLAIN.test(turnId) ||
-    !PLAIN.test(e.sessionId) ||
-    !Number.isSafeInteger(e.ts) ||
-    // Exactly turnId, stream, data, in that order (JSON keeps the key order): else the generic path.
-    !sameKeys(d)
-  )
-    return undefined;
-  const b64 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-  return `id: ${e.seq}\nevent: command.output\ndata: {"sessionId":"${e.sessionId}","seq":${e.seq},"ts":${e.ts},"type":"command.output","data":{"turnId":"${turnId}","stream":"${stream}","data":"${b64}","encoding":"base64"}}\n\n`;
+  return shared.frame(e);
 }
 
 function sameKeys(d: object): boolean {

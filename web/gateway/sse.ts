@@ -1,11 +1,14 @@
 // One Server-Sent-Events stream of one session to one tab (docs/http.md §Events): `id:` is the
-// event's seq, `event:` its type, `data:` its JSON. The tab's AstraClient subscription delivers
-// each event once, in order, across daemon restarts; when the browser reads too slowly the stream
-// stops its subscription, says `lagged`, and resumes from the journal once the socket drains.
+// event's seq, `event:` its type, `data:` its JSON. The stream catches up with a subscription of
+// its tab's AstraClient (each event once, in order, across daemon restarts), then joins the
+// session's shared feed (session-feed.ts), which decodes and frames each event once for all the
+// session's streams. When the browser reads too slowly the stream leaves the feed (or stops its
+// subscription), says `lagged`, and resumes from the journal once the socket drains.
 import type { ServerResponse } from 'node:http';
 import type { Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
+import type { FeedMember, SessionFeed, SessionFeeds } from './session-feed.js';
 import { eventFrame, streamFrame as frame } from './sse-frames.js';
 import type { Tab } from './tabs.js';
 
@@ -16,10 +19,19 @@ export const DEFAULT_MAX_BUFFERED = 4 * 1024 * 1024;
 export interface StreamOptions {
   heartbeatMs: number;
   maxBuffered: number;
+  /** The gateway's shared feeds; without them each stream keeps its own subscription. */
+  feeds?: SessionFeeds;
 }
 
-export class EventStream {
+export class EventStream implements FeedMember {
   private sub: Subscription | undefined;
+  /** Which subscription's callbacks count: a subscription closed or replaced is ignored from then on. */
+  private subGen = 0;
+  /** The unsubscribe of the last own subscription, which the next one waits for. */
+  private closingSub: Promise<void> | undefined;
+  /** The session's feed: asked to join (`waiting`), or delivering this stream's events (`joined`). */
+  private feed: SessionFeed | undefined;
+  private feedState: 'none' | 'waiting' | 'joined' = 'none';
   private lastSent: number;
   private heartbeat: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -53,6 +65,24 @@ export class EventStream {
     return this.done;
   }
 
+  /** The last seq written or queued (FeedMember). */
+  get position(): number {
+    return this.lastSent;
+  }
+
+  get connectionId(): string | undefined {
+    return this.tab.connected?.connectionId;
+  }
+
+  get buffered(): number {
+    return this.res.writableLength;
+  }
+
+  /** FeedMember: this stream held the feed too long; it leaves it and lags on its own. */
+  evict(): void {
+    if (!this.lagging && !this.stopped) this.startLagging();
+  }
+
   async start(): Promise<void> {
     this.res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
@@ -83,12 +113,19 @@ export class EventStream {
   }
 
   private async doSubscribe(): Promise<void> {
+    const gen = ++this.subGen;
     const client = await this.tab.daemon();
-    if (this.stopped) return;
+    // A client holds one subscription per session: the previous one must be gone.
+    await this.closingSub;
+    if (this.stopped || gen !== this.subGen) return;
+    const current = (): boolean => gen === this.subGen && !this.stopped;
     const sub = await client.subscribe(this.sessionId, {
       sinceSeq: this.lastSent,
-      onEvent: (e) => this.onEvent(e),
+      onEvent: (e) => {
+        if (current()) this.onEvent(e);
+      },
       onReplayed: (throughSeq) => {
+        if (!current()) return;
         if (this.sub && this.sub.lagCount > this.daemonLags) {
           // The daemon dropped the tab's subscription for lagging; the client resumed it from the journal.
           this.daemonLags = this.sub.lagCount;
@@ -96,26 +133,88 @@ export class EventStream {
           this.write(frame('resynced', { throughSeq, lastSeq: this.lastSent, lagCount: this.lagCount }));
         }
         this.write(frame('replayed', { throughSeq }));
+        // Live now: join the session's shared feed where this stream stands.
+        this.joinFeed();
       },
       onEnd: (error) => {
-        if (error && !this.stopped) {
+        if (error && current()) {
           this.write(frame('error', toEnvelope(error).body));
           this.stop();
         }
       },
     });
-    if (this.stopped) await sub.close().catch(() => undefined);
-    else this.sub = sub;
+    if (current()) {
+      this.sub = sub;
+      this.daemonLags = sub.lagCount;
+    } else await sub.close().catch(() => undefined);
+  }
+
+  /** Stops the own subscription (its callbacks are ignored from now on). */
+  private dropSub(): void {
+    this.subGen++;
+    const sub = this.sub;
+    this.sub = undefined;
+    if (sub) this.closingSub = sub.close().catch(() => undefined);
+  }
+
+  private joinFeed(): void {
+    if (!this.opts.feeds || this.feedState !== 'none' || this.lagging || this.stopped) return;
+    this.feedState = 'waiting';
+    this.feed = this.opts.feeds.want(this);
+    if (!this.feed) this.feedState = 'none';
+  }
+
+  private leaveFeed(): void {
+    const feed = this.feed;
+    this.feed = undefined;
+    this.feedState = 'none';
+    feed?.leave(this);
+  }
+
+  /** FeedMember: the feed delivers this stream's events from here on. */
+  joined(): void {
+    this.feedState = 'joined';
+    this.dropSub();
+  }
+
+  /** FeedMember: the feed's frames after `position`, through lastSeq, after this stream's own frames so far. */
+  writeShared(bytes: Buffer, lastSeq: number): void {
+    if (this.stopped) return;
+    if (this.pending.length > 0) this.flush();
+    this.res.write(bytes);
+    this.lastSent = lastSeq;
+    if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
+  }
+
+  noteApproval(e: SessionEvent): void {
+    this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
+  }
+
+  feedResynced(throughSeq: number): void {
+    this.lagCount++;
+    this.write(frame('resynced', { throughSeq, lastSeq: this.lastSent, lagCount: this.lagCount }));
+  }
+
+  /** FeedMember: the feed ended; a joined stream goes on with its own subscription from its last seq. */
+  feedLost(): void {
+    const wasJoined = this.feedState === 'joined';
+    this.feed = undefined;
+    this.feedState = 'none';
+    if (!wasJoined || this.stopped || this.lagging || this.awaitingDaemon) return;
+    // The daemon is down (stopped, restarting): subscribe once the tab's client is back.
+    if (this.tab.down) this.awaitingDaemon = true;
+    else this.subscribe().catch((e: unknown) => this.fail(e));
   }
 
   private onEvent(e: SessionEvent): void {
     if (this.stopped || this.lagging || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
-    if (e.type === 'approval.requested') this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
+    if (e.type === 'approval.requested') this.noteApproval(e);
     // A command.output frame by the template is ASCII: its length is its size.
     const f = eventFrame(e);
     this.write(f.text, f.ascii);
     if (this.pendingBytes > 1024 * 1024) this.flush();
+    if (this.feedState === 'waiting') this.feed!.tryJoin(this);
   }
 
   private write(text: string, ascii = false): void {
@@ -140,25 +239,27 @@ export class EventStream {
     if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
   }
 
-  /** The browser reads slower than the session: stop the subscription until the socket drains. */
+  /** The browser reads slower than the session: leave the feed, stop the subscription, until the socket drains. */
   private startLagging(): void {
     this.lagging = true;
-    const sub = this.sub;
-    this.sub = undefined;
-    void sub?.close().catch(() => undefined);
+    this.leaveFeed();
+    this.dropSub();
   }
 
   private onDrain(): void {
-    if (!this.lagging || this.stopped) return;
+    if (this.stopped) return;
+    if (!this.lagging) return this.feed?.drained();
     this.lagging = false;
     this.lagCount++;
     this.write(frame('lagged', { resumeFromSeq: this.lastSent, lagCount: this.lagCount }));
     this.subscribe()
       .then(() => this.write(frame('resynced', { lastSeq: this.lastSent, lagCount: this.lagCount })))
-      .catch((e: unknown) => {
-        this.write(frame('error', toEnvelope(e).body));
-        this.stop();
-      });
+      .catch((e: unknown) => this.fail(e));
+  }
+
+  private fail(e: unknown): void {
+    this.write(frame('error', toEnvelope(e).body));
+    this.stop();
   }
 
   /** The tab's daemon connection dropped (a daemon restart): the page says "reconnecting" until it is back. */
@@ -166,30 +267,27 @@ export class EventStream {
     this.write(frame('reconnecting', { reason, daemonShuttingDown, lastSeq: this.lastSent }));
   }
 
-  /** The tab's client reconnected; its subscription resumes after lastSeq by itself, nothing is skipped. */
+  /** The tab's client reconnected; its subscription (or the feed's) resumes after lastSeq by itself, nothing is skipped. */
   daemonReconnected(daemonRestarted: boolean, attempts: number): void {
     this.write(frame('reconnected', { daemonRestarted, attempts, lastSeq: this.lastSent }));
     if (!this.awaitingDaemon || this.stopped) return;
     this.awaitingDaemon = false;
-    this.subscribe().catch((e: unknown) => {
-      this.write(frame('error', toEnvelope(e).body));
-      this.stop();
-    });
+    this.subscribe().catch((e: unknown) => this.fail(e));
   }
 
   stop(): void {
     if (this.stopped) return;
     this.flush();
     this.stopped = true;
+    this.leaveFeed();
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.tab.streams.get(this.sessionId) === this) this.tab.streams.delete(this.sessionId);
     this.tab.lastUsed = Date.now();
     this.res.end();
     void (async () => {
       await this.subscribing;
-      const sub = this.sub;
-      this.sub = undefined;
-      await sub?.close().catch(() => undefined);
+      this.dropSub();
+      await this.closingSub;
     })().then(() => this.finish());
   }
 }

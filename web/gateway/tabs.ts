@@ -76,6 +76,8 @@ export class Tab {
     private readonly clientVersion: string,
     readonly limitStreams: number,
     private readonly leaseStore: LeaseStore,
+    /** The connection's name at the daemon (default: `astra web tab|observer <browser>/<tab>`). */
+    private readonly name?: string,
   ) {}
 
   get readOnly(): boolean {
@@ -83,7 +85,7 @@ export class Tab {
   }
 
   get clientName(): string {
-    return `astra web ${this.readOnly ? 'observer' : 'tab'} ${this.grant.id}/${this.tabId.slice(0, 8)}`;
+    return this.name ?? `astra web ${this.readOnly ? 'observer' : 'tab'} ${this.grant.id}/${this.tabId.slice(0, 8)}`;
   }
 
   /** The tab's daemon client, connected on first use (the daemon is started when none runs). */

@@ -5,7 +5,9 @@
 // never taken for a finished answer. Quirks of real servers are tolerated here, in one place: SSE
 // comments, a last chunk with empty `choices` carrying usage, a whole tool call in one chunk
 // (Ollama), tool-call fragments without ids (accumulated by index), a stream without [DONE].
+import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { ContentChunkShape } from './chunk-shape.js';
 import { SHELL_TOOL, type ChatMessage, type ToolCall } from './messages.js';
 import { ModelCancelledError, ModelError, RetryAfter, connectionError, errorDetail, httpError, readErrorDetail, scrubSecret } from './model-errors.js';
 
@@ -153,7 +155,19 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
       },
       maxBufferSize: maxEventChars,
     });
-    const decoder = new TextDecoder();
+    // StringDecoder, not TextDecoder: the same text (a sequence split between reads is joined, a bad
+    // one is U+FFFD) at a fraction of the cost on Node 20 (≈ 10 ms of a 9 MB answer). A byte order
+    // mark at the start is dropped, as TextDecoder and the SSE standard do.
+    const decoder = new StringDecoder('utf8');
+    let atStart = true;
+    const decode = (text: string): string => {
+      if (atStart && text !== '') {
+        atStart = false;
+        if (text.charCodeAt(0) === 0xfeff) return text.slice(1);
+      }
+      return text;
+    };
+    const shape = new ContentChunkShape();
     const calls = new Map<number, PartialCall>();
     let finishReason: string | undefined;
     let usage: { promptTokens: number; completionTokens: number } | undefined;
@@ -180,9 +194,9 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
         disarm();
       }
       if (chunk.done) {
-        parser.feed(decoder.decode());
+        parser.feed(decode(decoder.end()));
         parser.reset({ consume: true });
-      } else parser.feed(decoder.decode(chunk.value, { stream: true }));
+      } else parser.feed(decode(decoder.write(chunk.value)));
       if (oversized)
         throw new ModelError(
           'model_bad_response',
@@ -197,6 +211,17 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
       let fault: unknown;
       try {
         for (const m of messages.splice(0)) {
+          // Most chunks: the learned shape with another content (chunk-shape.ts; exact, else parsed).
+          if (m.event !== 'error') {
+            const content = shape.match(m.data);
+            if (content !== undefined) {
+              if (content !== '') {
+                count(content.length);
+                text += content;
+              }
+              continue;
+            }
+          }
           if (m.data.trim() === '[DONE]') {
             done = true;
             break;
@@ -239,6 +264,7 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
             if (Array.isArray(delta.tool_calls)) count(accumulateToolCalls(calls, delta.tool_calls));
             if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') finishReason = choice.finish_reason;
           }
+          shape.learn(m.data, obj);
         }
       } catch (e) {
         fault = e;

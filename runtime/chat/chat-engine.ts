@@ -116,20 +116,38 @@ async function runChatTurn(ctx: ChatEngineContext, cfg: ChatEngineConfig): Promi
   }
 }
 
-/** One model request, streamed as message.delta events (what arrives in one tick is one event). */
+/**
+ * One model request, streamed as message.delta events: what arrives in one tick is one event, and
+ * after one event the next waits until deltaIntervalMs have passed (text arriving meanwhile joins
+ * it). The first of an answer, and the first after a pause as long, goes out in the tick its text
+ * arrived. Why the interval: without it the events of a fast stream are as many as the reads the
+ * daemon makes, so the faster the daemon reads, the more events every subscriber must wake for.
+ */
 async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEngineConfig, messages: ChatMessage[]): Promise<Answer> {
   const opts = ctx.engineOptions;
   const turnId = ctx.turnId;
   let text = '';
   let pending = '';
-  let scheduled: NodeJS.Immediate | undefined;
+  let scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  let lastDelta = -Infinity;
   let behind = false;
   const flush = () => {
-    if (scheduled) clearImmediate(scheduled);
+    if (scheduled) {
+      clearImmediate(scheduled as NodeJS.Immediate);
+      clearTimeout(scheduled as NodeJS.Timeout);
+    }
     scheduled = undefined;
     if (!pending) return;
+    lastDelta = performance.now();
     if (!emit('message.delta', { turnId, text: pending })) behind = true;
     pending = '';
+  };
+  const schedule = () => {
+    const wait = lastDelta + cfg.deltaIntervalMs - performance.now();
+    // setImmediate runs right after the poll phase that read the chunk: no added latency. A timer
+    // counts from the event loop's time of this iteration, which can be behind: it may fire early,
+    // and then waits the rest.
+    scheduled = wait > 0 ? setTimeout(schedule, Math.ceil(wait)) : setImmediate(flush);
   };
   let finishReason = '';
   let toolCalls: ToolCall[] = [];
@@ -150,8 +168,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       if (part.type === 'text') {
         text += part.text;
         pending += part.text;
-        // setImmediate runs right after the poll phase that read the chunk: no added latency.
-        scheduled ??= setImmediate(flush);
+        if (!scheduled) schedule();
       } else if (part.type === 'usage') usage = { promptTokens: part.promptTokens, completionTokens: part.completionTokens };
       else {
         finishReason = part.finishReason;

@@ -5,11 +5,11 @@
 // never taken for a finished answer. Quirks of real servers are tolerated here, in one place: SSE
 // comments, a last chunk with empty `choices` carrying usage, a whole tool call in one chunk
 // (Ollama), tool-call fragments without ids (accumulated by index), a stream without [DONE].
-import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { ContentChunkShape } from './chunk-shape.js';
 import { SHELL_TOOL, type ChatMessage, type ToolCall } from './messages.js';
 import { ModelCancelledError, ModelError, RetryAfter, connectionError, errorDetail, httpError, readErrorDetail, scrubSecret } from './model-errors.js';
+import { UnknownContentEncoding, postModel, type ModelResponse } from './model-http.js';
 
 export { MODEL_ERROR_CODES, ModelCancelledError, ModelError, scrubSecret, type ModelErrorCode } from './model-errors.js';
 
@@ -84,7 +84,7 @@ interface PartialCall {
 async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, void, undefined> {
   const url = `${req.baseUrl}/chat/completions`;
   const scrub = (text: string) => scrubSecret(text, req.apiKey);
-  // One controller for the fetch: fired by the caller's cancel or by the stall timer; `why` says which.
+  // One controller for the request: fired by the caller's cancel or by the stall timer; `why` says which.
   const ctl = new AbortController();
   let why: 'cancel' | 'stall' | undefined;
   const onAbort = () => {
@@ -116,25 +116,32 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   };
 
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
-  if (req.apiKey) headers.authorization = `Bearer ${req.apiKey}`;
-  let res: Response;
+  if (req.apiKey) {
+    // A header cannot carry a line break or a control character (and must not: it would end the header).
+    if (!/^[\x20-\x7e\x80-\xff\t]+$/.test(req.apiKey)) {
+      req.signal.removeEventListener('abort', onAbort);
+      throw new ModelError('model_auth', 'the API key (ASTRA_CHAT_API_KEY or OPENAI_API_KEY) has a character an HTTP header cannot carry, such as a line break: set it again without it and restart the daemon', false);
+    }
+    headers.authorization = `Bearer ${req.apiKey}`;
+  }
+  let res: ModelResponse;
   arm();
   try {
-    res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(chatRequestBody(req.model, req.messages)), signal: ctl.signal });
+    res = await postModel(new URL(url), headers, JSON.stringify(chatRequestBody(req.model, req.messages)), ctl.signal);
   } catch (e) {
     disarm();
     req.signal.removeEventListener('abort', onAbort);
+    if (e instanceof UnknownContentEncoding)
+      throw new ModelError('model_bad_response', `the model server at ${req.baseUrl} answered with ${scrub(e.message)}, which Astra does not decode (it asks for none): check what sits between Astra and the server`, false);
     throw interrupted(e);
   }
 
-  const reader = res.body?.getReader();
   try {
-    if (!res.ok) {
-      const detail = scrub(await readErrorDetail(reader, arm, disarm));
+    if (res.status < 200 || res.status > 299) {
+      const detail = scrub(await readErrorDetail(res, arm, disarm));
       throw httpError(res, detail, req);
     }
-    const type = res.headers.get('content-type') ?? '';
-    if (!reader) throw new ModelError('model_bad_response', `the model server at ${req.baseUrl} answered without a body: is it an OpenAI-compatible API?`, false);
+    const type = res.header('content-type') ?? '';
     if (/json/i.test(type) && !/event-stream/i.test(type))
       throw new ModelError(
         'model_bad_response',
@@ -155,10 +162,9 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
       },
       maxBufferSize: maxEventChars,
     });
-    // StringDecoder, not TextDecoder: the same text (a sequence split between reads is joined, a bad
-    // one is U+FFFD) at a fraction of the cost on Node 20 (≈ 10 ms of a 9 MB answer). A byte order
-    // mark at the start is dropped, as TextDecoder and the SSE standard do.
-    const decoder = new StringDecoder('utf8');
+    // The body comes as text (model-http.ts decodes it with a StringDecoder, a sequence split
+    // between reads joined, a bad one U+FFFD); a byte order mark at its start is dropped, as the SSE
+    // standard (and TextDecoder) do.
     let atStart = true;
     const decode = (text: string): string => {
       if (atStart && text !== '') {
@@ -184,19 +190,17 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
     };
 
     while (!done) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      let read: string | undefined;
       arm();
       try {
-        chunk = await reader.read();
+        read = await res.read();
       } catch (e) {
         throw interrupted(e);
       } finally {
         disarm();
       }
-      if (chunk.done) {
-        parser.feed(decode(decoder.end()));
-        parser.reset({ consume: true });
-      } else parser.feed(decode(decoder.write(chunk.value)));
+      if (read === undefined) parser.reset({ consume: true });
+      else parser.feed(decode(read));
       if (oversized)
         throw new ModelError(
           'model_bad_response',
@@ -271,7 +275,7 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
       }
       if (text) yield { type: 'text', text };
       if (fault !== undefined) throw fault;
-      if (chunk.done) break;
+      if (read === undefined) break;
     }
     // A cancel that lands as the stream ends is still a cancel.
     if (why === 'cancel' || req.signal.aborted) throw new ModelCancelledError();
@@ -289,8 +293,8 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   } finally {
     disarm();
     req.signal.removeEventListener('abort', onAbort);
-    // Closes the connection when we stop early (fault, [DONE] before EOF, the consumer gone).
-    if (reader) void reader.cancel().catch(() => undefined);
+    // Closes the connection when we stop early (a fault, the consumer gone); keeps it after the end.
+    res.close();
   }
 }
 

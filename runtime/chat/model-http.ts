@@ -20,7 +20,7 @@ import { ChunkedBody, HttpFramingError, parseHead, type ResponseHead } from './h
 
 const IDLE_MS = 4_000;
 /** Text read but not yet taken past which the socket is paused (backpressure to the server). */
-const MAX_UNREAD_CHARS = 4 * 1024 * 1024;
+const MAX_UNREAD_CHARS = 1024 * 1024;
 
 export interface ModelResponse {
   readonly status: number;

@@ -139,8 +139,10 @@ export function httpError(res: { status: number; header(name: string): string | 
 
 /** A failure to connect, or a connection lost mid-answer: Node's error (err.code), as postModel rejects. */
 export function connectionError(e: unknown, baseUrl: string, scrub: (t: string) => string): ModelError {
-  const err = e as { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
-  const code = typeof err.code === 'string' ? err.code : typeof err.cause?.code === 'string' ? err.cause.code : '';
+  const err = e as { code?: unknown; message?: unknown; cause?: { code?: unknown }; errors?: { code?: unknown }[] };
+  // An AggregateError when every address of a host failed (Node's happy eyeballs): the first says.
+  const codes = [err.code, err.cause?.code, Array.isArray(err.errors) ? err.errors[0]?.code : undefined];
+  const code = (codes.find((c) => typeof c === 'string') as string | undefined) ?? '';
   const what = scrub(String(err.message ?? e));
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
     const host = safeHost(baseUrl);
@@ -148,9 +150,10 @@ export function connectionError(e: unknown, baseUrl: string, scrub: (t: string) 
   }
   if (code === 'ECONNREFUSED')
     return new ModelError('model_unreachable', `is a model server listening at ${baseUrl}? start \`ollama serve\` or set ASTRA_CHAT_BASE_URL (connection refused)`, true);
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'Z_BUF_ERROR')
+  if (code === 'ECONNRESET' || code === 'EPIPE')
     return new ModelError('model_incomplete', `the model server at ${baseUrl} closed the connection mid-answer (${what}): send the message again; if it repeats, check the server's log`, true);
-  if (code.startsWith('Z_') || code.startsWith('ERR_BROTLI') || code === 'HPE_INVALID_CHUNK' || code.startsWith('HPE_'))
+  // http-framing.ts's HttpFramingError (an answer that is not HTTP/1.1 framing).
+  if (code.startsWith('HPE_'))
     return new ModelError('model_bad_response', `the model server at ${baseUrl} sent a malformed HTTP answer (${code}: ${what}): check that the base URL is its OpenAI-compatible API`, false);
   return new ModelError('model_unreachable', `could not reach the model server at ${baseUrl} (${code || what}): check that it is running and that the base URL is right`, true);
 }

@@ -4,6 +4,7 @@
 import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ModelError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { connectionError } from '../../../runtime/chat/model-errors.js';
 import { postModel } from '../../../runtime/chat/model-http.js';
 
 const closers: (() => Promise<void>)[] = [];
@@ -183,5 +184,11 @@ describe('the model client\'s HTTP', () => {
     a2.abort();
     await expect(next).rejects.toMatchObject({ name: 'AbortError' });
     expect(s.connections).toBe(2);
+  });
+
+  it('maps a failure of every address of a host (an AggregateError) by its first error\'s code', () => {
+    const all = Object.assign(new AggregateError([Object.assign(new Error('connect ECONNREFUSED ::1:11434'), { code: 'ECONNREFUSED' })], 'all failed'), {});
+    expect(connectionError(all, 'http://localhost:11434/v1', (t) => t)).toMatchObject({ code: 'model_unreachable', retryable: true });
+    expect(connectionError(all, 'http://localhost:11434/v1', (t) => t).message).toContain('connection refused');
   });
 });

@@ -128,15 +128,16 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
   const turnId = ctx.turnId;
   let text = '';
   let pending = '';
-  let scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  // One of the two is set while a flush is due. Apart: clearImmediate on a Timeout corrupts Node's
+  // immediate queue (it unlinks the timer and miscounts the immediates), and a delta then waits.
+  let immediate: NodeJS.Immediate | undefined;
+  let timer: NodeJS.Timeout | undefined;
   let lastDelta = -Infinity;
   let behind = false;
   const flush = () => {
-    if (scheduled) {
-      clearImmediate(scheduled as NodeJS.Immediate);
-      clearTimeout(scheduled as NodeJS.Timeout);
-    }
-    scheduled = undefined;
+    if (immediate) clearImmediate(immediate);
+    if (timer) clearTimeout(timer);
+    immediate = timer = undefined;
     if (!pending) return;
     lastDelta = performance.now();
     if (!emit('message.delta', { turnId, text: pending })) behind = true;
@@ -147,7 +148,9 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
     // setImmediate runs right after the poll phase that read the chunk: no added latency. A timer
     // counts from the event loop's time of this iteration, which can be behind: it may fire early,
     // and then waits the rest.
-    scheduled = wait > 0 ? setTimeout(schedule, Math.ceil(wait)) : setImmediate(flush);
+    timer = immediate = undefined;
+    if (wait > 0) timer = setTimeout(schedule, Math.ceil(wait));
+    else immediate = setImmediate(flush);
   };
   let finishReason = '';
   let toolCalls: ToolCall[] = [];
@@ -168,7 +171,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       if (part.type === 'text') {
         text += part.text;
         pending += part.text;
-        if (!scheduled) schedule();
+        if (!immediate && !timer) schedule();
       } else if (part.type === 'usage') usage = { promptTokens: part.promptTokens, completionTokens: part.completionTokens };
       else {
         finishReason = part.finishReason;

@@ -61,6 +61,18 @@ describe('the chat engine', () => {
     expect(deltas.length).toBeLessThanOrEqual(2 + Math.ceil((deltas.at(-1)!.at! - deltas[0]!.at!) / 25));
   });
 
+  it('sends what waits for the interval when the answer ends, and leaves the event loop\'s immediates working', async () => {
+    const { session } = await setup(['plain-answer'], { config: { deltaIntervalMs: 200 } });
+    await session.turn('hi');
+    // 'Hello' at once; ' from' and ' the model.' 15 and 30 ms later wait for the interval, and the
+    // end of the answer (15 ms after) sends them, before message.completed.
+    expect(session.of('message.delta').map((e) => e.data.text)).toEqual(['Hello', ' from the model.']);
+    // Cancelling the waiting timer must not touch the immediate queue (clearImmediate on a Timeout
+    // did: an immediate then waited for the next timer).
+    const first = await Promise.race([new Promise((r) => setImmediate(() => r('immediate'))), new Promise((r) => setTimeout(() => r('timer'), 50))]);
+    expect(first).toBe('immediate');
+  });
+
   it('stops reading the stream while emit() says the journal is behind, and reads on once drained() resolves', async () => {
     let release!: () => void;
     const drained = new Promise<void>((r) => (release = r));

@@ -116,20 +116,41 @@ async function runChatTurn(ctx: ChatEngineContext, cfg: ChatEngineConfig): Promi
   }
 }
 
-/** One model request, streamed as message.delta events (what arrives in one tick is one event). */
+/**
+ * One model request, streamed as message.delta events: what arrives in one tick is one event, and
+ * after one event the next waits until deltaIntervalMs have passed (text arriving meanwhile joins
+ * it). The first of an answer, and the first after a pause as long, goes out in the tick its text
+ * arrived. Why the interval: without it the events of a fast stream are as many as the reads the
+ * daemon makes, so the faster the daemon reads, the more events every subscriber must wake for.
+ */
 async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEngineConfig, messages: ChatMessage[]): Promise<Answer> {
   const opts = ctx.engineOptions;
   const turnId = ctx.turnId;
   let text = '';
   let pending = '';
-  let scheduled: NodeJS.Immediate | undefined;
+  // One of the two is set while a flush is due. Apart: clearImmediate on a Timeout corrupts Node's
+  // immediate queue (it unlinks the timer and miscounts the immediates), and a delta then waits.
+  let immediate: NodeJS.Immediate | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let lastDelta = -Infinity;
   let behind = false;
   const flush = () => {
-    if (scheduled) clearImmediate(scheduled);
-    scheduled = undefined;
+    if (immediate) clearImmediate(immediate);
+    if (timer) clearTimeout(timer);
+    immediate = timer = undefined;
     if (!pending) return;
+    lastDelta = performance.now();
     if (!emit('message.delta', { turnId, text: pending })) behind = true;
     pending = '';
+  };
+  const schedule = () => {
+    const wait = lastDelta + cfg.deltaIntervalMs - performance.now();
+    // setImmediate runs right after the poll phase that read the chunk: no added latency. A timer
+    // counts from the event loop's time of this iteration, which can be behind: it may fire early,
+    // and then waits the rest.
+    timer = immediate = undefined;
+    if (wait > 0) timer = setTimeout(schedule, Math.ceil(wait));
+    else immediate = setImmediate(flush);
   };
   let finishReason = '';
   let toolCalls: ToolCall[] = [];
@@ -150,8 +171,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       if (part.type === 'text') {
         text += part.text;
         pending += part.text;
-        // setImmediate runs right after the poll phase that read the chunk: no added latency.
-        scheduled ??= setImmediate(flush);
+        if (!immediate && !timer) schedule();
       } else if (part.type === 'usage') usage = { promptTokens: part.promptTokens, completionTokens: part.completionTokens };
       else {
         finishReason = part.finishReason;

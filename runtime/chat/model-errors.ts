@@ -2,6 +2,7 @@
 // next and whether sending again may help. Server text quoted in a message is clipped and has the
 // API key replaced, since some servers echo it (OpenAI's 401 body does).
 
+/** Characters of an error answer's body read for its detail. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_DETAIL_CHARS = 300;
 
@@ -69,22 +70,19 @@ export function errorDetail(body: unknown): string {
   return clip(typeof body === 'string' ? body : JSON.stringify(body));
 }
 
-export async function readErrorDetail(reader: ReadableStreamDefaultReader<Uint8Array> | undefined, arm: () => void, disarm: () => void): Promise<string> {
-  if (!reader) return '';
-  const parts: Uint8Array[] = [];
-  let bytes = 0;
+/** The server's words from an error answer's body: up to 64 KiB of it, each read bounded by `arm`. */
+export async function readErrorDetail(body: { read(): Promise<string | undefined> }, arm: () => void, disarm: () => void): Promise<string> {
+  let text = '';
   try {
-    while (bytes < MAX_ERROR_BODY_BYTES) {
+    while (text.length < MAX_ERROR_BODY_BYTES) {
       arm();
-      const r = await reader.read().finally(disarm);
-      if (r.done) break;
-      parts.push(r.value);
-      bytes += r.value.length;
+      const part = await body.read().finally(disarm);
+      if (part === undefined) break;
+      text += part;
     }
   } catch {
     // A body cut short or stalled: what arrived is the detail.
   }
-  const text = Buffer.concat(parts).toString('utf8');
   if (!text.trim()) return '';
   try {
     return errorDetail(JSON.parse(text));
@@ -101,11 +99,21 @@ export function retryAfterMs(value: string | null): number {
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : 1000;
 }
 
-export function httpError(res: Response, detail: string, req: { baseUrl: string; model: string; apiKey?: string }): Error {
+export function httpError(res: { status: number; header(name: string): string | undefined }, detail: string, req: { baseUrl: string; model: string; apiKey?: string }): Error {
   const s = res.status;
   const d = detail ? `: ${detail}` : '';
   const at = `the model server at ${req.baseUrl}`;
-  if (s === 429) return new RetryAfter(retryAfterMs(res.headers.get('retry-after')), detail);
+  if (s === 429) return new RetryAfter(retryAfterMs(res.header('retry-after') ?? null), detail);
+  if (s >= 300 && s < 400) {
+    // Not followed: a POST to a model API that moved is a base URL to correct, and following it
+    // would send the key on to wherever it points.
+    const to = redirectBase(res.header('location'), req.baseUrl);
+    return new ModelError(
+      'model_rejected',
+      `${at} redirects the request${to ? ` to ${scrubSecret(to, req.apiKey)}` : ''} (HTTP ${s}): set the base URL (ASTRA_CHAT_BASE_URL or --base-url) to ${to ? 'that address' : 'where the API is'}, then send the message again`,
+      false,
+    );
+  }
   if (s === 401 || s === 403)
     return new ModelError(
       'model_auth',
@@ -129,22 +137,40 @@ export function httpError(res: Response, detail: string, req: { baseUrl: string;
   );
 }
 
+/** A failure to connect, or a connection lost mid-answer: Node's error (err.code), as postModel rejects. */
 export function connectionError(e: unknown, baseUrl: string, scrub: (t: string) => string): ModelError {
-  const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
-  const code = typeof cause?.code === 'string' ? cause.code : '';
-  const what = scrub(String(cause?.message ?? (e as Error).message ?? e));
+  const err = e as { code?: unknown; message?: unknown; cause?: { code?: unknown }; errors?: { code?: unknown }[] };
+  // An AggregateError when every address of a host failed (Node's happy eyeballs): the first says.
+  const codes = [err.code, err.cause?.code, Array.isArray(err.errors) ? err.errors[0]?.code : undefined];
+  const code = (codes.find((c) => typeof c === 'string') as string | undefined) ?? '';
+  const what = scrub(String(err.message ?? e));
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
     const host = safeHost(baseUrl);
     return new ModelError('model_dns', `the model server's host ${host} does not resolve (${code}): check the base URL (ASTRA_CHAT_BASE_URL or --base-url) and your network`, code === 'EAI_AGAIN');
   }
-  // Refused by fetch itself before connecting (normalizeBaseUrl refuses these ports at create time).
-  if (what === 'bad port')
-    return new ModelError('model_unreachable', `fetch refuses to connect to the port of ${baseUrl} (a port the Fetch standard blocks): run the model server on another port, such as 11434`, false);
   if (code === 'ECONNREFUSED')
     return new ModelError('model_unreachable', `is a model server listening at ${baseUrl}? start \`ollama serve\` or set ASTRA_CHAT_BASE_URL (connection refused)`, true);
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || what === 'terminated')
+  if (code === 'ECONNRESET' || code === 'EPIPE')
     return new ModelError('model_incomplete', `the model server at ${baseUrl} closed the connection mid-answer (${what}): send the message again; if it repeats, check the server's log`, true);
+  // http-framing.ts's HttpFramingError (an answer that is not HTTP/1.1 framing).
+  if (code.startsWith('HPE_'))
+    return new ModelError('model_bad_response', `the model server at ${baseUrl} sent a malformed HTTP answer (${code}: ${what}): check that the base URL is its OpenAI-compatible API`, false);
   return new ModelError('model_unreachable', `could not reach the model server at ${baseUrl} (${code || what}): check that it is running and that the base URL is right`, true);
+}
+
+/** Where a redirect points, as a base URL (without /chat/completions), or undefined. */
+function redirectBase(location: string | undefined, baseUrl: string): string | undefined {
+  if (!location) return undefined;
+  try {
+    const url = new URL(location, `${baseUrl}/chat/completions`);
+    url.search = '';
+    url.hash = '';
+    url.username = '';
+    url.password = '';
+    return url.href.replace(/\/chat\/completions\/?$/, '');
+  } catch {
+    return undefined;
+  }
 }
 
 function safeHost(baseUrl: string): string {

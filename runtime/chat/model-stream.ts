@@ -6,8 +6,10 @@
 // comments, a last chunk with empty `choices` carrying usage, a whole tool call in one chunk
 // (Ollama), tool-call fragments without ids (accumulated by index), a stream without [DONE].
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { ContentChunkShape } from './chunk-shape.js';
 import { SHELL_TOOL, type ChatMessage, type ToolCall } from './messages.js';
 import { ModelCancelledError, ModelError, RetryAfter, connectionError, errorDetail, httpError, readErrorDetail, scrubSecret } from './model-errors.js';
+import { UnknownContentEncoding, postModel, type ModelResponse } from './model-http.js';
 
 export { MODEL_ERROR_CODES, ModelCancelledError, ModelError, scrubSecret, type ModelErrorCode } from './model-errors.js';
 
@@ -82,7 +84,7 @@ interface PartialCall {
 async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, void, undefined> {
   const url = `${req.baseUrl}/chat/completions`;
   const scrub = (text: string) => scrubSecret(text, req.apiKey);
-  // One controller for the fetch: fired by the caller's cancel or by the stall timer; `why` says which.
+  // One controller for the request: fired by the caller's cancel or by the stall timer; `why` says which.
   const ctl = new AbortController();
   let why: 'cancel' | 'stall' | undefined;
   const onAbort = () => {
@@ -114,25 +116,32 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   };
 
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
-  if (req.apiKey) headers.authorization = `Bearer ${req.apiKey}`;
-  let res: Response;
+  if (req.apiKey) {
+    // A header cannot carry a line break or a control character (and must not: it would end the header).
+    if (!/^[\x20-\x7e\x80-\xff\t]+$/.test(req.apiKey)) {
+      req.signal.removeEventListener('abort', onAbort);
+      throw new ModelError('model_auth', 'the API key (ASTRA_CHAT_API_KEY or OPENAI_API_KEY) has a character an HTTP header cannot carry, such as a line break: set it again without it and restart the daemon', false);
+    }
+    headers.authorization = `Bearer ${req.apiKey}`;
+  }
+  let res: ModelResponse;
   arm();
   try {
-    res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(chatRequestBody(req.model, req.messages)), signal: ctl.signal });
+    res = await postModel(new URL(url), headers, JSON.stringify(chatRequestBody(req.model, req.messages)), ctl.signal);
   } catch (e) {
     disarm();
     req.signal.removeEventListener('abort', onAbort);
+    if (e instanceof UnknownContentEncoding)
+      throw new ModelError('model_bad_response', `the model server at ${req.baseUrl} answered with ${scrub(e.message)}, which Astra does not decode (it asks for none): check what sits between Astra and the server`, false);
     throw interrupted(e);
   }
 
-  const reader = res.body?.getReader();
   try {
-    if (!res.ok) {
-      const detail = scrub(await readErrorDetail(reader, arm, disarm));
+    if (res.status < 200 || res.status > 299) {
+      const detail = scrub(await readErrorDetail(res, arm, disarm));
       throw httpError(res, detail, req);
     }
-    const type = res.headers.get('content-type') ?? '';
-    if (!reader) throw new ModelError('model_bad_response', `the model server at ${req.baseUrl} answered without a body: is it an OpenAI-compatible API?`, false);
+    const type = res.header('content-type') ?? '';
     if (/json/i.test(type) && !/event-stream/i.test(type))
       throw new ModelError(
         'model_bad_response',
@@ -153,7 +162,18 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
       },
       maxBufferSize: maxEventChars,
     });
-    const decoder = new TextDecoder();
+    // The body comes as text (model-http.ts decodes it with a StringDecoder, a sequence split
+    // between reads joined, a bad one U+FFFD); a byte order mark at its start is dropped, as the SSE
+    // standard (and TextDecoder) do.
+    let atStart = true;
+    const decode = (text: string): string => {
+      if (atStart && text !== '') {
+        atStart = false;
+        if (text.charCodeAt(0) === 0xfeff) return text.slice(1);
+      }
+      return text;
+    };
+    const shape = new ContentChunkShape();
     const calls = new Map<number, PartialCall>();
     let finishReason: string | undefined;
     let usage: { promptTokens: number; completionTokens: number } | undefined;
@@ -170,19 +190,17 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
     };
 
     while (!done) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      let read: string | undefined;
       arm();
       try {
-        chunk = await reader.read();
+        read = await res.read();
       } catch (e) {
         throw interrupted(e);
       } finally {
         disarm();
       }
-      if (chunk.done) {
-        parser.feed(decoder.decode());
-        parser.reset({ consume: true });
-      } else parser.feed(decoder.decode(chunk.value, { stream: true }));
+      if (read === undefined) parser.reset({ consume: true });
+      else parser.feed(decode(read));
       if (oversized)
         throw new ModelError(
           'model_bad_response',
@@ -197,6 +215,17 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
       let fault: unknown;
       try {
         for (const m of messages.splice(0)) {
+          // Most chunks: the learned shape with another content (chunk-shape.ts; exact, else parsed).
+          if (m.event !== 'error') {
+            const content = shape.match(m.data);
+            if (content !== undefined) {
+              if (content !== '') {
+                count(content.length);
+                text += content;
+              }
+              continue;
+            }
+          }
           if (m.data.trim() === '[DONE]') {
             done = true;
             break;
@@ -239,13 +268,14 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
             if (Array.isArray(delta.tool_calls)) count(accumulateToolCalls(calls, delta.tool_calls));
             if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '') finishReason = choice.finish_reason;
           }
+          shape.learn(m.data, obj);
         }
       } catch (e) {
         fault = e;
       }
       if (text) yield { type: 'text', text };
       if (fault !== undefined) throw fault;
-      if (chunk.done) break;
+      if (read === undefined) break;
     }
     // A cancel that lands as the stream ends is still a cancel.
     if (why === 'cancel' || req.signal.aborted) throw new ModelCancelledError();
@@ -263,8 +293,8 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   } finally {
     disarm();
     req.signal.removeEventListener('abort', onAbort);
-    // Closes the connection when we stop early (fault, [DONE] before EOF, the consumer gone).
-    if (reader) void reader.cancel().catch(() => undefined);
+    // Closes the connection when we stop early (a fault, the consumer gone); keeps it after the end.
+    res.close();
   }
 }
 

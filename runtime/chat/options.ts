@@ -42,6 +42,8 @@ export interface ChatEngineConfig {
   toolOutputCapBytes: number;
   /** Characters of text and tool-call arguments in one answer (default 1 Mi). */
   maxAnswerChars: number;
+  /** After a message.delta, the next waits this long, text arriving meanwhile joining it (default 10 ms). */
+  deltaIntervalMs: number;
 }
 
 export const CHAT_CONFIG_DEFAULTS: ChatEngineConfig = {
@@ -50,6 +52,7 @@ export const CHAT_CONFIG_DEFAULTS: ChatEngineConfig = {
   maxAttempts: 3,
   toolOutputCapBytes: 16 * 1024,
   maxAnswerChars: 1024 * 1024,
+  deltaIntervalMs: 10,
 };
 
 type Env = Record<string, string | undefined>;

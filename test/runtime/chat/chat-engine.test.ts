@@ -44,6 +44,35 @@ describe('the chat engine', () => {
     expect(session.of('message.delta').map((e) => e.data.text)).toEqual(['All in one chunk.']);
   });
 
+  it('sends the first delta of an answer at once, then at most one per deltaIntervalMs, the text whole', async () => {
+    const { session } = await setup(['fast-stream'], { config: { deltaIntervalMs: 25 } });
+    await session.turn('hi');
+    const deltas = session.of('message.delta');
+    const want = 'first' + Array.from({ length: 40 }, (_, i) => ` t${i}`).join('') + ' last';
+    expect(deltas.map((e) => e.data.text).join('')).toBe(want);
+    // The first chunk is followed by a 40 ms pause: its delta went out alone, in its tick.
+    expect(deltas[0]!.data.text).toBe('first');
+    // So did the last one, after its own pause (longer than the interval; the end of an answer
+    // also sends what waits at once).
+    expect(deltas.at(-1)!.data.text).toBe(' last');
+    // 40 chunks 2 ms apart (80 ms or more) in between: events 25 ms apart at least (less the time
+    // one emit() takes, here a push), however slow the machine.
+    for (let i = 1; i < deltas.length; i++) expect(deltas[i]!.at! - deltas[i - 1]!.at!).toBeGreaterThanOrEqual(23);
+    expect(deltas.length).toBeLessThanOrEqual(2 + Math.ceil((deltas.at(-1)!.at! - deltas[0]!.at!) / 25));
+  });
+
+  it('sends what waits for the interval when the answer ends, and leaves the event loop\'s immediates working', async () => {
+    const { session } = await setup(['plain-answer'], { config: { deltaIntervalMs: 200 } });
+    await session.turn('hi');
+    // 'Hello' at once; ' from' and ' the model.' 15 and 30 ms later wait for the interval, and the
+    // end of the answer (15 ms after) sends them, before message.completed.
+    expect(session.of('message.delta').map((e) => e.data.text)).toEqual(['Hello', ' from the model.']);
+    // Cancelling the waiting timer must not touch the immediate queue (clearImmediate on a Timeout
+    // did: an immediate then waited for the next timer).
+    const first = await Promise.race([new Promise((r) => setImmediate(() => r('immediate'))), new Promise((r) => setTimeout(() => r('timer'), 50))]);
+    expect(first).toBe('immediate');
+  });
+
   it('stops reading the stream while emit() says the journal is behind, and reads on once drained() resolves', async () => {
     let release!: () => void;
     const drained = new Promise<void>((r) => (release = r));

@@ -12,6 +12,8 @@ import type { EngineResult } from '../../../runtime/index.js';
 export interface Recorded {
   type: string;
   data: Record<string, unknown>;
+  /** performance.now() when it was emitted. */
+  at?: number;
 }
 
 export interface ApprovalAsk {
@@ -91,7 +93,7 @@ export function chatSession(o: SessionOptions) {
       current = abort;
       let emitted = 0;
       const emit = (type: string, data: Record<string, unknown>) => {
-        events.push({ type, data });
+        events.push({ type, data, at: performance.now() });
       };
       emit('turn.started', { turnId, input: { text } });
       emit('message.user', { turnId, text });

@@ -229,6 +229,19 @@ describe('one streaming Chat Completions request', () => {
     expect(seen).toEqual(['Let me check']);
   });
 
+  it('reads chunks of one shape without a parse and every other chunk with one: the text is exactly what JSON.parse says', async () => {
+    const s = await server(['same-shape', 'error-event-same-shape', 'bom-start']);
+    const parts = await collect(request(s.baseUrl));
+    // The escaped one, the duplicate key (the last wins) and the finish in the shape's text all parsed.
+    expect(texts(parts).join('')).toBe('One two three "quoted"\n four six été ✓ seven eight');
+    expect(finish(parts).finishReason).toBe('stop');
+    // An `event: error` is an error whatever its data looks like.
+    const e = await fault(request(s.baseUrl));
+    expect(e.code).toBe('model_stream_error');
+    // A byte order mark before the first field is dropped (as TextDecoder and the SSE standard do).
+    expect(texts(await collect(request(s.baseUrl))).join('')).toBe('Hi');
+  });
+
   it('fails a data line that is not JSON as model_bad_response', async () => {
     const s = await server(['malformed-json']);
     const e = await fault(request(s.baseUrl));

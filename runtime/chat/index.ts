@@ -9,7 +9,6 @@ export {
   chatCommandEnv,
   CHAT_DEFAULT_BASE_URL,
   CHAT_DEFAULT_MAX_STEPS,
-  FETCH_BLOCKED_PORTS,
   chatApiKeyFromEnv,
   chatEngineConfig,
   normalizeBaseUrl,

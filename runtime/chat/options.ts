@@ -9,16 +9,6 @@ export const CHAT_MAX_STEPS_LIMIT = 1000;
 export const CHAT_MAX_SYSTEM_PROMPT_CHARS = 64 * 1024;
 export const CHAT_MAX_MODEL_CHARS = 256;
 
-/**
- * The Fetch standard's "bad ports": Node's fetch refuses to connect to them ("bad port") before any
- * DNS lookup or connect, so a base URL on one could never reach a server.
- */
-export const FETCH_BLOCKED_PORTS: ReadonlySet<number> = new Set([
-  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161,
-  179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060,
-  5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
-]);
-
 /** A session's options after validation: what the lead stores with the session (no secret in it). */
 export interface ChatSessionOptions {
   model: string;
@@ -158,7 +148,5 @@ export function normalizeBaseUrl(value: string, field: string): string {
   if (url.username || url.password)
     throw invalid(`${field} must not carry credentials: put the key in ASTRA_CHAT_API_KEY in the daemon's environment`, field);
   if (url.search || url.hash) throw invalid(`${field} must not have a query or fragment; give the API's base, such as http://127.0.0.1:11434/v1`, field);
-  if (url.port !== '' && FETCH_BLOCKED_PORTS.has(Number(url.port)))
-    throw invalid(`${field} uses port ${url.port}, which fetch refuses to connect to (a port the Fetch standard blocks): run the model server on another port, such as 11434`, field);
   return url.href.replace(/\/+$/, '');
 }

@@ -26,7 +26,7 @@ interface RawServer {
 }
 
 /** A TCP server that answers each request (head + content-length body) with `answer(n)`'s bytes. */
-async function rawServer(answer: (n: number, socket: net.Socket) => string | Buffer | undefined): Promise<RawServer> {
+async function rawServer(answer: (n: number, socket: net.Socket) => string | Buffer | undefined, port = 0): Promise<RawServer> {
   const sockets = new Set<net.Socket>();
   const state: RawServer = { baseUrl: '', connections: 0, requests: [] };
   const server = net.createServer((s) => {
@@ -50,7 +50,10 @@ async function rawServer(answer: (n: number, socket: net.Socket) => string | Buf
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
   state.baseUrl = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/v1`;
   closers.push(
     () =>
@@ -109,6 +112,12 @@ describe('the model client\'s HTTP', () => {
       return undefined;
     });
     expect(text(await collect(request(closing.baseUrl)))).toBe('Hello there');
+  });
+
+  it("reaches a server on a port fetch refuses (the Fetch standard's bad ports, here 6666)", async () => {
+    const body = chunkJson('on a bad port') + finishSse;
+    const s = await rawServer(() => sseHead(`content-length: ${Buffer.byteLength(body)}\r\n\r\n`) + body, 6666);
+    expect(text(await collect(request(s.baseUrl)))).toBe('on a bad port');
   });
 
   it('skips a 1xx answer before the real one, and sends again on a new connection when the kept one was closed by the server', async () => {

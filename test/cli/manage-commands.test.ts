@@ -62,7 +62,7 @@ describe('astra sessions', () => {
     await waitFor('the approval to be pending', async () => ((await listJson(env))[0]!.pendingApprovals === 1 ? true : undefined));
 
     const table = await runCli(['sessions'], env);
-    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+two lines red\\s+waiting for approval\\s+-\\s+0\\s+`, 'm'));
+    expect(table.stdout).toMatch(new RegExp(`^${id}\\s+two lines red\\s+shell\\s+waiting for approval\\s+-\\s+0\\s+`, 'm'));
     expect(table.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f]/);
 
     const [s] = await listJson(env);

@@ -3,7 +3,8 @@
 // kept and reused, a kept connection the server closed, and the answers it refuses to follow.
 import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ModelError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { collect, fault } from './stream-helpers.js';
 import { connectionError } from '../../../runtime/chat/model-errors.js';
 import { postModel } from '../../../runtime/chat/model-http.js';
 
@@ -67,22 +68,6 @@ async function rawServer(answer: (n: number, socket: net.Socket) => string | Buf
 
 function request(baseUrl: string, over: Partial<ModelRequest> = {}): ModelRequest {
   return { baseUrl, model: 'm', messages: [{ role: 'user', content: 'hi' }], signal: new AbortController().signal, stallMs: 3_000, maxRetryAfterMs: 1_000, maxAttempts: 1, ...over };
-}
-
-async function collect(req: ModelRequest): Promise<ModelStreamPart[]> {
-  const parts: ModelStreamPart[] = [];
-  for await (const p of streamChatCompletion(req)) parts.push(p);
-  return parts;
-}
-
-async function fault(req: ModelRequest): Promise<ModelError> {
-  try {
-    await collect(req);
-  } catch (e) {
-    if (e instanceof ModelError) return e;
-    throw e;
-  }
-  throw new Error('the stream finished; a ModelError was expected');
 }
 
 const text = (parts: ModelStreamPart[]) => parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');

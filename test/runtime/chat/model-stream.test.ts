@@ -3,7 +3,8 @@
 import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
-import { ModelCancelledError, ModelError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { ModelCancelledError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { collect, fault } from './stream-helpers.js';
 
 const servers: ModelServer[] = [];
 afterEach(async () => {
@@ -30,22 +31,6 @@ function request(baseUrl: string, over: Partial<ModelRequest> = {}): ModelReques
     maxAttempts: 3,
     ...over,
   };
-}
-
-async function collect(req: ModelRequest): Promise<ModelStreamPart[]> {
-  const parts: ModelStreamPart[] = [];
-  for await (const p of streamChatCompletion(req)) parts.push(p);
-  return parts;
-}
-
-async function fault(req: ModelRequest): Promise<ModelError> {
-  try {
-    await collect(req);
-  } catch (e) {
-    if (e instanceof ModelError) return e;
-    throw e;
-  }
-  throw new Error('the stream finished; a ModelError was expected');
 }
 
 const texts = (parts: ModelStreamPart[]) => parts.flatMap((p) => (p.type === 'text' ? [p.text] : []));

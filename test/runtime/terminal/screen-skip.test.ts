@@ -78,7 +78,7 @@ function everything(t: XtermTerminal): unknown {
 }
 
 // Pieces of a stream: plain text of every kind the skip lets through, and the controls it must not.
-const PLAIN_PIECES = ['abc', 'hello world ', '\u6f22\u5b57', '\u{1F600}', 'e\u0301', 'caf\u00e9 \u00a9', '\t', 'x\b', 'w'.repeat(27), '50%\r60%\r', '\r', '12345678'];
+const PLAIN_PIECES = ['abc', 'hello world ', '\u6f22\u5b57', '\u{1F600}', 'e\u0301', 'caf\u00e9 \u00a9', '\t', 'x\b', 'w'.repeat(27), '50%\r60%\r', '\r', '\r\b\b', '12345678'];
 const CONTROL_PIECES = [
   '\x1b[31m', '\x1b[0m', '\x1b[48;5;100m', '\x1b[1;7m', '\x1b[3;5H', '\x1b[2A', '\x1b[2J', '\x1b[K', '\x1b[2;4r', '\x1b[r',
   '\x1b[?1049h', '\x1b[?1049l', '\x1b(0', '\x1b(B', '\x0e', '\x0f', '\x1bH', '\x1b[3g', '\u009b32m', '\x1b[?45h', '\x1b[?45l',
@@ -88,8 +88,15 @@ const CONTROL_PIECES = [
 const RAW_PIECES = [Buffer.from([0xff]), Buffer.from([0xc0, 0x9b]), Buffer.from([0x9b]), Buffer.from([0xe2, 0x80]), Buffer.from([0xc2]), Buffer.from([0x7f]), Buffer.from([0x00])];
 
 const piece = fc.oneof(
-  { weight: 6, arbitrary: fc.array(fc.constantFrom(...PLAIN_PIECES), { maxLength: 4 }).map((p) => Buffer.from(p.join('') + '\r\n')) },
-  { weight: 3, arbitrary: fc.integer({ min: 5, max: 120 }).map((k) => Buffer.from(Array.from({ length: k }, (_, i) => `${i + 1}\r\n`).join(''))) },
+  // A line as a pseudo-terminal gives it ("\r\n"), or as a program wrote it ("\n": the column stays).
+  { weight: 6, arbitrary: fc.tuple(fc.array(fc.constantFrom(...PLAIN_PIECES), { maxLength: 4 }), fc.constantFrom('\r\n', '\r\n', '\n')).map(([p, end]) => Buffer.from(p.join('') + end)) },
+  // A flood of lines: numbers, or text some of which wraps, ended either way.
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(fc.integer({ min: 5, max: 120 }), fc.constantFrom('\r\n', '\n'), fc.constantFrom('', 'line ', 'w'.repeat(15), '\u6f22\r\b'))
+      .map(([k, end, text]) => Buffer.from(Array.from({ length: k }, (_, i) => `${text}${i + 1}${end}`).join(''))),
+  },
   { weight: 1, arbitrary: fc.constant(Buffer.from('\n')) },
   { weight: 2, arbitrary: fc.constantFrom(...CONTROL_PIECES).map((s) => Buffer.from(s)) },
   { weight: 1, arbitrary: fc.constantFrom(...RAW_PIECES) },
@@ -202,13 +209,18 @@ describe('skipping output that cannot be seen', () => {
     expect(skipped).toBeGreaterThan(stream.length / 2);
   });
 
-  it('skips nothing while a scroll region is set, nor inside an unfinished escape sequence', async () => {
+  it('skips nothing while a scroll region is set, nor inside an unfinished escape sequence or C1 control', async () => {
     const region = Buffer.concat([Buffer.from('\x1b[1;4r'), seq(5_000)]);
     expect(await compare(region, [{ kind: 'write', size: 4095 }], { cols: 20, rows: 5, scrollback: 10, skipAtLeast: 1024 })).toBe(0);
     // A CSI left open across a line feed takes the digits that follow as its parameters.
-    const openCsi = Buffer.concat([seq(10), Buffer.from('\x1b[3'), seq(5_000, 11), Buffer.from('E')]);
-    const steps: Step[] = [{ kind: 'write', size: seq(10).length + 3 }, { kind: 'yield' }, { kind: 'write', size: openCsi.length }];
-    await compare(openCsi, steps, { cols: 20, rows: 5, scrollback: 10, skipAtLeast: 1024 });
+    // Its first write parses while the rest is held: the held run starts inside the CSI ('x' ends it).
+    const openCsi = Buffer.concat([seq(10), Buffer.from('\x1b[3'), Buffer.from('1\r\nx\r\n'), seq(5_000, 11), Buffer.from('E')]);
+    const steps: Step[] = [{ kind: 'write', size: seq(10).length + 3 }, { kind: 'write', size: openCsi.length }];
+    expect(await compare(openCsi, steps, { cols: 20, rows: 5, scrollback: 10, skipAtLeast: 1024 })).toBe(0);
+    // Nor when the held run starts with the second byte of a C1 control (C2 9B: CSI) the emulator holds the first of.
+    const halfC1 = Buffer.concat([seq(10), Buffer.from([0xc2, 0x9b]), Buffer.from('1\r\nx\r\n'), seq(5_000, 11), Buffer.from('E')]);
+    const cutC1: Step[] = [{ kind: 'write', size: seq(10).length + 1 }, { kind: 'write', size: halfC1.length }];
+    expect(await compare(halfC1, cutC1, { cols: 20, rows: 5, scrollback: 10, skipAtLeast: 1024 })).toBe(0);
   });
 
   it('writes straight through with nothing pending, and holds while the emulator is behind', async () => {

@@ -238,6 +238,31 @@ describe('skipping output that cannot be seen', () => {
       screen.dispose();
     }
   });
+
+  it('feeds a short held run after a short wait without a snapshot, and a snapshot at once', async () => {
+    const screen = new CommandScreen({ cols: 20, rows: 5, skipAtLeast: 1 << 20 });
+    try {
+      screen.write(Buffer.from('a'));
+      screen.write(Buffer.from('b'));
+      // Nothing asks: the held 'b' still goes in (up to 16 ms after 'a' was parsed).
+      await screen.whenParsed(1);
+      expect(screen.pendingBytes).toBe(0);
+      // A snapshot behind held bytes does not wait: no 16 ms timer is set (the emulator's own are 0 ms).
+      const real = globalThis.setTimeout;
+      const delays: (number | undefined)[] = [];
+      globalThis.setTimeout = ((fn: () => void, ms?: number) => (delays.push(ms), real(fn, ms))) as typeof setTimeout;
+      try {
+        screen.write(Buffer.from('c'));
+        screen.write(Buffer.from('d'));
+        expect((await screen.snapshot()).text[0]).toBe('abcd');
+      } finally {
+        globalThis.setTimeout = real;
+      }
+      expect(delays.filter((ms) => ms !== undefined && ms > 0)).toEqual([]);
+    } finally {
+      screen.dispose();
+    }
+  });
 });
 
 describe('the unseen part of held output', () => {

@@ -192,7 +192,7 @@ export class CommandScreen {
       this.timer ??= setTimeout(() => {
         this.timer = undefined;
         this.release(true);
-      }, HOLD_MS).unref();
+      }, HOLD_MS);
       return;
     }
     if (this.timer) clearTimeout(this.timer);

@@ -28,7 +28,9 @@
 //   scrollback + rows more scrolls every line of the buffer (scrollback and screen) is one that
 //   scrolled in during that common part: both buffers are line for line the same, cursor and all,
 //   and so is everything after. (In the alternate buffer, which has no scrollback, rows scrolls
-//   suffice; the normal buffer is untouched by plain bytes.)
+//   suffice; the normal buffer is untouched by plain bytes.) Reverse wraparound (DECSET 45) is
+//   excluded because there a backspace at column 0 climbs back up soft-wrapped rows, and the count
+//   above would not bound where the cursor is.
 
 /** 1 for the bytes a skipped (or kept) plain run may hold. */
 const PLAIN = new Uint8Array(256);

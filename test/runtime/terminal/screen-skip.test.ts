@@ -206,7 +206,7 @@ describe('skipping output that cannot be seen', () => {
   it('skips most of a plain flood, and the screen and scrollback are the same', async () => {
     const stream = Buffer.concat([Buffer.from('\x1b[32mgreen\x1b[0m\r\n'), seq(20_000), Buffer.from('END\r\n$ ')]);
     const skipped = await compare(stream, [{ kind: 'write', size: 4095 }], { cols: 20, rows: 5, scrollback: 10, skipAtLeast: 1024 });
-    expect(skipped).toBeGreaterThan(stream.length / 2);
+    expect(skipped, 'too little was skipped: are the emulator internals CommandScreen.skipState reads still in this @xterm/headless?').toBeGreaterThan(stream.length / 2);
   });
 
   it('skips nothing while a scroll region is set, nor inside an unfinished escape sequence or C1 control', async () => {

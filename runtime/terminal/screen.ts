@@ -8,11 +8,21 @@
 // written before it, and a snapshot is taken (synchronously) in the queue's callback right after
 // the last byte written before it was parsed, so it shows exactly those bytes. `pendingBytes` says
 // how far parsing is behind; the owner holds the program back past a limit (whenParsed).
+//
+// Holding: while the emulator has bytes it has not parsed, later writes (and the resizes and
+// snapshots asked for after them) wait here, in order; when its queue is empty the held bytes up to
+// the first held resize or snapshot go to it in one write, then that resize or snapshot — at once
+// when one of those waits or the bytes are 64 KiB or more, else after up to 16 ms more (nothing
+// shows the emulator's state but a snapshot). With nothing pending a write goes straight through. A
+// large held run (a flood) may lose the part that can never be on the final screen nor in its
+// scrollback — exactly, see unseen-output.ts — when the emulator's state allows it (skipState): its
+// bytes count as parsed at once.
 import { createRequire } from 'node:module';
 import type { Terminal as XtermTerminal } from '@xterm/headless';
 import type { SerializeAddon as XtermSerializeAddon } from '@xterm/addon-serialize';
 import { checkTerminalSize } from './size.js';
 import { useFastLineCopy } from './xterm-line-copy.js';
+import { unseenPart } from './unseen-output.js';
 
 // Both packages are CommonJS; createRequire keeps their classes typed without an interop default.
 const requireCjs = createRequire(import.meta.url);
@@ -22,9 +32,18 @@ const { SerializeAddon } = requireCjs('@xterm/addon-serialize') as typeof import
 export const DEFAULT_SCROLLBACK_LINES = 1000;
 
 interface XtermInternals {
-  coreService?: { isCursorHidden?: boolean };
+  coreService?: { isCursorHidden?: boolean; decPrivateModes?: { reverseWraparound?: boolean } };
   buffer?: { scrollTop?: number; scrollBottom?: number };
+  _inputHandler?: { _parser?: { currentState?: number }; _utf8Decoder?: { interim?: Uint8Array } };
 }
+
+/**
+ * Held output shorter than this is fed whole, once it has waited HOLD_MS for more. Measured in the
+ * daemon: without the wait, the worker kept up with `seq` in runs of a few KiB and skipped almost
+ * nothing (~350 ms of parse for its 16.9 MB, as before).
+ */
+export const DEFAULT_SKIP_AT_LEAST = 64 * 1024;
+const HOLD_MS = 16;
 
 export type MouseTracking = 'none' | 'x10' | 'vt200' | 'drag' | 'any';
 
@@ -53,7 +72,11 @@ export interface CommandScreenOptions {
   scrollbackLines?: number;
   /** Told each time a write's bytes have been parsed (the screen's worker reports it to the daemon). */
   onParsed?: (bytes: number) => void;
+  /** Held output at least this long may lose what cannot be seen (default 64 KiB; tests use less). */
+  skipAtLeast?: number;
 }
+
+type HeldOp = () => void;
 
 export class CommandScreen {
   private readonly term: XtermTerminal;
@@ -62,7 +85,19 @@ export class CommandScreen {
   private disposed = false;
   /** The size as of the last resize call (the emulator takes it once the bytes before it are parsed). */
   private size: { cols: number; rows: number };
+  /** Bytes written (held or in the emulator) and not parsed yet. */
   private pending = 0;
+  /** Writes given to the emulator (bytes, or the empty write of a resize or snapshot) whose callback has not run. */
+  private inEmulator = 0;
+  /** What waits for the emulator's queue to empty, in order: output, and resizes and snapshots. */
+  private held: (Uint8Array | HeldOp)[] = [];
+  private readonly skipAtLeast: number;
+  private skipped = 0;
+  private heldBytes = 0;
+  /** Resizes and snapshots in `held`. */
+  private heldOps = 0;
+  /** Set while short held output waits for more (release). */
+  private timer: ReturnType<typeof setTimeout> | undefined;
   private parsedWaiters: { below: number; resolve: () => void }[] = [];
   /** Snapshots asked for and not taken yet: refused if the screen is disposed first. */
   private readonly snapshotWaiters = new Set<(e: Error) => void>();
@@ -70,6 +105,7 @@ export class CommandScreen {
 
   constructor(opts: CommandScreenOptions) {
     this.onParsed = opts.onParsed;
+    this.skipAtLeast = opts.skipAtLeast ?? DEFAULT_SKIP_AT_LEAST;
     checkTerminalSize(opts.cols, opts.rows);
     this.scrollbackLines = opts.scrollbackLines ?? DEFAULT_SCROLLBACK_LINES;
     this.term = new Terminal({ cols: opts.cols, rows: opts.rows, scrollback: this.scrollbackLines, allowProposedApi: true });
@@ -92,17 +128,121 @@ export class CommandScreen {
     return false;
   }
 
-  /** Bytes written and not parsed yet. */
+  /** Bytes written and not parsed yet (held ones included). */
   get pendingBytes(): number {
     return this.pending;
+  }
+
+  /** Output bytes never parsed because they could not be seen (see unseen-output.ts). */
+  get skippedBytes(): number {
+    return this.skipped;
   }
 
   /** Feeds output bytes (parsed asynchronously; snapshot() shows exactly what was written before it). */
   write(data: Uint8Array): void {
     if (this.disposed || data.length === 0) return;
-    const n = data.length;
-    this.pending += n;
-    this.term.write(data, () => this.parsed(n));
+    this.pending += data.length;
+    if (this.inEmulator === 0 && this.held.length === 0) {
+      this.feed(data, data.length);
+      return;
+    }
+    this.held.push(data);
+    this.heldBytes += data.length;
+    if (this.inEmulator === 0) this.release();
+  }
+
+  /** Gives bytes to the emulator; `counts` of them are told parsed when it has parsed them. */
+  private feed(data: Uint8Array, counts: number): void {
+    this.inEmulator++;
+    this.term.write(data, () => {
+      this.inEmulator--;
+      this.parsed(counts);
+      this.release();
+    });
+  }
+
+  /** Runs `op` in the emulator's queue after every byte written before it. */
+  private inOrder(op: HeldOp): void {
+    if (this.inEmulator === 0 && this.held.length === 0) {
+      this.queue(op);
+      return;
+    }
+    this.held.push(op);
+    this.heldOps++;
+    if (this.inEmulator === 0) this.release();
+  }
+
+  private queue(op: HeldOp): void {
+    this.inEmulator++;
+    this.term.write('', () => {
+      this.inEmulator--;
+      op();
+      this.release();
+    });
+  }
+
+  /**
+   * The emulator's queue is empty: the held bytes up to the first held op go in one write, then that
+   * op. Held bytes shorter than `skipAtLeast` with no op behind them wait up to HOLD_MS for more (a
+   * longer run can lose more; the emulator's state is seen only through snapshots, which go at once).
+   */
+  private release(waited = false): void {
+    if (this.inEmulator > 0 || this.disposed || this.held.length === 0) return;
+    if (!waited && this.heldOps === 0 && this.heldBytes < this.skipAtLeast) {
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        this.release(true);
+      }, HOLD_MS);
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    let i = 0;
+    while (i < this.held.length && typeof this.held[i] !== 'function') i++;
+    const chunks = this.held.splice(0, i) as Uint8Array[];
+    const op = this.held.length > 0 ? (this.held.shift() as HeldOp) : undefined;
+    if (op) this.heldOps--;
+    for (const c of chunks) this.heldBytes -= c.length;
+    if (chunks.length > 0) this.flush(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    if (op) this.queue(op);
+  }
+
+  /** Feeds held output, without the part that cannot be seen when there is one (the emulator's queue is empty here). */
+  private flush(h: Uint8Array): void {
+    const cut = h.length >= this.skipAtLeast && this.skipState() ? unseenPart(h, this.scrollbackLines + 2 * this.term.rows + 1) : undefined;
+    if (!cut) {
+      this.feed(h, h.length);
+      return;
+    }
+    const out = new Uint8Array(cut.from + 1 + (h.length - cut.to));
+    out.set(h.subarray(0, cut.from), 0);
+    out[cut.from] = 0x0d;
+    out.set(h.subarray(cut.to), cut.from + 1);
+    const dropped = cut.to - cut.from;
+    this.skipped += dropped;
+    this.parsed(dropped);
+    this.feed(out, h.length - dropped);
+  }
+
+  /**
+   * True when the emulator's state lets output be skipped (unseen-output.ts says why each matters):
+   * its parser in the ground state (not inside an escape sequence or an OSC string), no UTF-8 C1
+   * half-read, the scroll region the whole screen, reverse wraparound off. Read from its internals:
+   * should they not be there, nothing is skipped.
+   */
+  private skipState(): boolean {
+    const core = this.internals();
+    const parser = core?._inputHandler?._parser;
+    const interim = core?._inputHandler?._utf8Decoder?.interim;
+    const modes = core?.coreService?.decPrivateModes;
+    return (
+      parser?.currentState === 0 &&
+      interim instanceof Uint8Array &&
+      interim[0] !== 0xc2 &&
+      modes?.reverseWraparound === false &&
+      core?.buffer?.scrollTop === 0 &&
+      core.buffer.scrollBottom === this.term.rows - 1
+    );
   }
 
   private parsed(n: number): void {
@@ -125,7 +265,7 @@ export class CommandScreen {
     checkTerminalSize(cols, rows);
     if (this.disposed) return;
     this.size = { cols, rows };
-    this.term.write('', () => {
+    this.inOrder(() => {
       if (!this.disposed) this.term.resize(cols, rows);
     });
   }
@@ -140,7 +280,7 @@ export class CommandScreen {
     // one is: the capture is synchronous there.
     return new Promise<ScreenSnapshot>((resolve, reject) => {
       this.snapshotWaiters.add(reject);
-      this.term.write('', () => {
+      this.inOrder(() => {
         this.snapshotWaiters.delete(reject);
         if (this.disposed) reject(new Error('the screen was disposed: the command has ended'));
         else resolve(this.capture(withScrollback));
@@ -210,6 +350,8 @@ export class CommandScreen {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.held = [];
+    if (this.timer) clearTimeout(this.timer);
     for (const w of this.parsedWaiters.splice(0)) w.resolve();
     for (const reject of this.snapshotWaiters) reject(new Error('the screen was disposed: the command has ended'));
     this.snapshotWaiters.clear();

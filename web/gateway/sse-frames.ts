@@ -104,8 +104,11 @@ export class OutputTemplate {
     at = writeDigits(buf, at + this.headBytes.length, seq);
     buf.set(this.tsMid, at);
     at += this.tsMid.length;
-    const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-    at += buf.write(b64, at, 'latin1');
+    if (bytes.length <= JS_BASE64_MAX_BYTES) at = writeBase64(buf, at, bytes);
+    else {
+      const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+      at += buf.write(b64, at, 'latin1');
+    }
     buf.set(TAIL_BYTES, at);
     return at + TAIL_BYTES.length;
   }
@@ -136,6 +139,43 @@ export class OutputTemplate {
     }
     return bytes;
   }
+}
+
+/**
+ * Output up to this size is base64-encoded in place by writeBase64 (a little slower than Node's
+ * encoder, but no string per event: that string was most of what the feed allocated per event, so
+ * most of its young-generation collections); larger output goes through Node's.
+ */
+const JS_BASE64_MAX_BYTES = 1024;
+const BASE64 = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');
+/** Two base64 characters (low byte first) for each 12 bits. */
+const BASE64_PAIRS = new Uint16Array(4096).map((_, v) => BASE64[v >> 6]! | (BASE64[v & 63]! << 8));
+
+/** Writes `bytes` as base64 (with = padding) at `at`; returns the end. */
+function writeBase64(buf: Buffer, at: number, bytes: Uint8Array): number {
+  const n = bytes.length;
+  const full = n - (n % 3);
+  let i = 0;
+  for (; i < full; i += 3) {
+    const v = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    const hi = BASE64_PAIRS[v >>> 12]!;
+    const lo = BASE64_PAIRS[v & 4095]!;
+    buf[at] = hi;
+    buf[at + 1] = hi >>> 8;
+    buf[at + 2] = lo;
+    buf[at + 3] = lo >>> 8;
+    at += 4;
+  }
+  if (i < n) {
+    const two = i + 1 < n;
+    const v = (bytes[i]! << 16) | (two ? bytes[i + 1]! << 8 : 0);
+    buf[at] = BASE64[v >>> 18]!;
+    buf[at + 1] = BASE64[(v >>> 12) & 63]!;
+    buf[at + 2] = two ? BASE64[(v >>> 6) & 63]! : 0x3d;
+    buf[at + 3] = 0x3d;
+    at += 4;
+  }
+  return at;
 }
 
 /** Decimal digits of a non-negative safe integer. */

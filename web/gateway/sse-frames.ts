@@ -66,6 +66,8 @@ export class OutputTemplate {
   private tsMid: Buffer = Buffer.alloc(0);
   private tsOf = -1;
   private tsMidOf = '';
+  private view: DataView | undefined;
+  private viewOf: Buffer | undefined;
 
   /** command.output by the template (ASCII only: base64, plain ids); undefined for anything else. */
   frame(e: SessionEvent): string | undefined {
@@ -104,7 +106,14 @@ export class OutputTemplate {
     at = writeDigits(buf, at + this.headBytes.length, seq);
     buf.set(this.tsMid, at);
     at += this.tsMid.length;
-    if (bytes.length <= JS_BASE64_MAX_BYTES) at = writeBase64(buf, at, bytes);
+    if (bytes.length <= JS_BASE64_MAX_BYTES) {
+      // Four characters a store (a DataView writes unaligned); the view is made again only for a new buffer.
+      if (buf !== this.viewOf) {
+        this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+        this.viewOf = buf;
+      }
+      at = writeBase64(buf, this.view!, at, bytes);
+    }
     else {
       const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
       at += buf.write(b64, at, 'latin1');
@@ -148,22 +157,17 @@ export class OutputTemplate {
  */
 const JS_BASE64_MAX_BYTES = 1024;
 const BASE64 = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');
-/** Two base64 characters (low byte first) for each 12 bits. */
+/** Two base64 characters (the first in the low byte) for each 12 bits. */
 const BASE64_PAIRS = new Uint16Array(4096).map((_, v) => BASE64[v >> 6]! | (BASE64[v & 63]! << 8));
 
-/** Writes `bytes` as base64 (with = padding) at `at`; returns the end. */
-function writeBase64(buf: Buffer, at: number, bytes: Uint8Array): number {
+/** Writes `bytes` as base64 (with = padding) at `at` of `buf` (`view` is a DataView of it); returns the end. */
+function writeBase64(buf: Buffer, view: DataView, at: number, bytes: Uint8Array): number {
   const n = bytes.length;
   const full = n - (n % 3);
   let i = 0;
   for (; i < full; i += 3) {
     const v = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
-    const hi = BASE64_PAIRS[v >>> 12]!;
-    const lo = BASE64_PAIRS[v & 4095]!;
-    buf[at] = hi;
-    buf[at + 1] = hi >>> 8;
-    buf[at + 2] = lo;
-    buf[at + 3] = lo >>> 8;
+    view.setUint32(at, BASE64_PAIRS[v >>> 12]! | (BASE64_PAIRS[v & 4095]! << 16), true);
     at += 4;
   }
   if (i < n) {

@@ -91,11 +91,12 @@ function cpuMs(pid: number): number {
   }
 }
 
-async function gatewayRun(port: number, cookie: string, readers: number): Promise<number> {
+async function gatewayRun(port: number, cookie: string, readers: number, atStart: () => void): Promise<number> {
   const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'r0', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
   await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'r0', {});
   const rs = Array.from({ length: readers }, (_, i) => reader(port, `/v1/sessions/${session.id}/events?tab=r${i}&since=0`, cookie, true));
   await Promise.all(rs.map((r) => r.ready));
+  atStart();
   const t0 = performance.now();
   await req(port, 'POST', `/v1/sessions/${session.id}/messages`, cookie, 'r0', { text: `count=${COUNT} size=${SIZE} batch=1000`, idempotencyKey: `bench-${readers}-${Date.now()}` });
   const ends = await Promise.all(rs.map((r) => r.done));
@@ -213,10 +214,14 @@ async function main(): Promise<void> {
       for (let rep = 0; rep < REPEAT; rep++) {
         process.stderr.write(`bench: ${readers} reader(s), run ${rep + 1}/${REPEAT}: gateway, bare server, direct daemon clients\n`);
         const cpu0 = cpuMs(gw.pid!);
-        const daemonPid = readRecord(resolvePaths(env).recordPath)?.pid ?? 0;
-        const daemon0 = cpuMs(daemonPid);
         const reader0 = process.cpuUsage();
-        const gateway = await gatewayRun(port, cookie, readers);
+        // The daemon's CPU from the turn's start (the first run starts the daemon: it is there by then).
+        let daemonPid = 0;
+        let daemon0 = NaN;
+        const gateway = await gatewayRun(port, cookie, readers, () => {
+          daemonPid = readRecord(resolvePaths(env).recordPath)?.pid ?? 0;
+          daemon0 = cpuMs(daemonPid);
+        });
         // The gateway's own CPU per delivered event: steadier than events/s on a loaded machine.
         const gatewayCpuUsPerEvent = ((cpuMs(gw.pid!) - cpu0) * 1000) / (COUNT * readers);
         // The two other processes of a gateway run on the same cores: the daemon (per event it emits) and this one's readers (per event read).

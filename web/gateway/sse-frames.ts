@@ -51,8 +51,8 @@ const TS_KEY = ',"ts":';
  * Two ways out, with the same bytes: `frame` gives the frame as a string (a stream's own
  * subscription, sse.ts), `size` then `write` put it straight into a Buffer (the shared feed's slab,
  * frame-slab.ts) — the constant parts are copied from Buffers kept for the last ids and the last ts,
- * the seq's digits are written in place, and only the base64 text is a string: no concatenation,
- * and no frame string to flatten and copy again per event.
+ * the seq's digits and (up to JS_BASE64_MAX_BYTES of output) the base64 text are written in place:
+ * no string per event, no concatenation, no frame string to flatten and copy again.
  */
 export class OutputTemplate {
   private sessionId = '';
@@ -113,8 +113,7 @@ export class OutputTemplate {
         this.viewOf = buf;
       }
       at = writeBase64(buf, this.view!, at, bytes);
-    }
-    else {
+    } else {
       const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
       at += buf.write(b64, at, 'latin1');
     }

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // The `astra` command's entry point. It stays tiny so that short commands start fast: msgpackr's
-// native decoder (a few ms to load) is not worth it for a handful of small frames, and the program
+// native decoder (a few ms to load) is not worth it for a handful of small frames (but for `astra web`), and the program
 // itself is loaded only after that is settled (these two imports load nothing of msgpackr's).
 import { fileURLToPath } from 'node:url';
 import { loadWithCodeCache, type CachedModule } from './code-cache.js';
 
-if (process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED === undefined) {
+// `astra web` is a long-running server decoding every event of every stream: its native decoder
+// (strings decoded in bulk) is worth its load time, as the daemon's is.
+const longRunning = process.argv[2] === 'web' && process.argv[3] !== 'pair';
+if (process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED === undefined && !longRunning) {
   process.env.MSGPACKR_NATIVE_ACCELERATION_DISABLED = 'true';
   // A daemon started from here should not inherit the CLI's choice (client/connect.ts drops it).
   process.env.ASTRA_CLI_NATIVE_OFF = '1';

@@ -21,6 +21,7 @@ import { packFrame } from './frame-encoder.js';
 import { FrameWriter, SOCKET_HIGH_WATER_MARK } from './frame-writer.js';
 import { PendingRequests, type Pending } from './pending-requests.js';
 import { decode, decodeFromTrustedPeer } from './msgpack.js';
+import { EventBatchDecoder } from './event-batch.js';
 
 export { SOCKET_HIGH_WATER_MARK };
 /** A graceful close that cannot flush within this time becomes a destroy. */
@@ -110,6 +111,8 @@ export class Connection {
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
   private readonly lenientDecode: boolean;
+  /** A trusted peer's output batches, decoded without msgpackr (event-batch.ts); made at the first frame. */
+  private batches: EventBatchDecoder | undefined;
   /** Set by trustShapes(): envelopes only (parseTrustedMessage), no walk over every value of a frame. */
   private envelopeOnly = false;
 
@@ -350,7 +353,8 @@ export class Connection {
   private handleFrame(payload: Buffer): void {
     let value: unknown;
     try {
-      value = this.lenientDecode ? decodeFromTrustedPeer(payload) : decode(payload);
+      // A batch of output events (nearly every frame of a busy stream) by its known layout; anything else by msgpackr.
+      value = this.lenientDecode ? ((this.batches ??= new EventBatchDecoder()).decode(payload) ?? decodeFromTrustedPeer(payload)) : decode(payload);
     } catch (e) {
       // The framing is intact, so the connection survives one bad payload.
       this.sendError(null, e instanceof AstraError ? e : new AstraError('parse_error'));

@@ -91,11 +91,12 @@ function cpuMs(pid: number): number {
   }
 }
 
-async function gatewayRun(port: number, cookie: string, readers: number): Promise<number> {
+async function gatewayRun(port: number, cookie: string, readers: number, atStart: () => void): Promise<number> {
   const { session } = await req(port, 'POST', '/v1/sessions', cookie, 'r0', { title: `bench ${readers}`, engine: 'synthetic', approvalPolicy: 'auto' });
   await req(port, 'POST', `/v1/sessions/${session.id}/lease`, cookie, 'r0', {});
   const rs = Array.from({ length: readers }, (_, i) => reader(port, `/v1/sessions/${session.id}/events?tab=r${i}&since=0`, cookie, true));
   await Promise.all(rs.map((r) => r.ready));
+  atStart();
   const t0 = performance.now();
   await req(port, 'POST', `/v1/sessions/${session.id}/messages`, cookie, 'r0', { text: `count=${COUNT} size=${SIZE} batch=1000`, idempotencyKey: `bench-${readers}-${Date.now()}` });
   const ends = await Promise.all(rs.map((r) => r.done));
@@ -209,14 +210,22 @@ async function main(): Promise<void> {
     const results: Record<string, unknown> = { events: COUNT, eventBytes: SIZE };
     // BENCH_WEB_REPEAT runs of each (gateway, bare, direct back to back): ratios of the same run, with their spread.
     for (const readers of READERS) {
-      const runs: Array<{ gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number; daemonCpuUsPerEvent: number; readerCpuUsPerEvent: number }> = [];
+      const runs: Array<{ gateway: number; bare: number; direct: number; gatewayCpuUsPerEvent: number; gatewaySetupCpuMs: number; daemonCpuUsPerEvent: number; readerCpuUsPerEvent: number }> = [];
       for (let rep = 0; rep < REPEAT; rep++) {
         process.stderr.write(`bench: ${readers} reader(s), run ${rep + 1}/${REPEAT}: gateway, bare server, direct daemon clients\n`);
         const cpu0 = cpuMs(gw.pid!);
-        const daemonPid = readRecord(resolvePaths(env).recordPath)?.pid ?? 0;
-        const daemon0 = cpuMs(daemonPid);
         const reader0 = process.cpuUsage();
-        const gateway = await gatewayRun(port, cookie, readers);
+        // The daemon's CPU from the turn's start (the first run starts the daemon: it is there by then).
+        let daemonPid = 0;
+        let daemon0 = NaN;
+        let gatewayAtTurn = NaN;
+        const gateway = await gatewayRun(port, cookie, readers, () => {
+          daemonPid = readRecord(resolvePaths(env).recordPath)?.pid ?? 0;
+          daemon0 = cpuMs(daemonPid);
+          gatewayAtTurn = cpuMs(gw.pid!);
+        });
+        // Of the gateway's CPU, what went before the turn (the session, the lease, the streams; in the first run also the daemon's start).
+        const gatewaySetupCpuMs = gatewayAtTurn - cpu0;
         // The gateway's own CPU per delivered event: steadier than events/s on a loaded machine.
         const gatewayCpuUsPerEvent = ((cpuMs(gw.pid!) - cpu0) * 1000) / (COUNT * readers);
         // The two other processes of a gateway run on the same cores: the daemon (per event it emits) and this one's readers (per event read).
@@ -225,7 +234,7 @@ async function main(): Promise<void> {
         const readerCpuUsPerEvent = (r1.user + r1.system) / (COUNT * readers);
         const bare = await bareRun(readers);
         const direct = await directRun(env, readers);
-        runs.push({ gateway, bare, direct, gatewayCpuUsPerEvent, daemonCpuUsPerEvent, readerCpuUsPerEvent });
+        runs.push({ gateway, bare, direct, gatewayCpuUsPerEvent, gatewaySetupCpuMs, daemonCpuUsPerEvent, readerCpuUsPerEvent });
       }
       const ratios = (f: (r: (typeof runs)[number]) => number): { median: number; min: number; max: number } => {
         const xs = runs.map(f);
@@ -236,7 +245,7 @@ async function main(): Promise<void> {
         return { median: r2(median), min: r2(sorted[0]!), max: r2(sorted.at(-1)!) };
       };
       results[`readers${readers}`] = {
-        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct), gatewayCpuUsPerEvent: Number(r.gatewayCpuUsPerEvent.toFixed(2)), daemonCpuUsPerEvent: Number(r.daemonCpuUsPerEvent.toFixed(2)), readerCpuUsPerEvent: Number(r.readerCpuUsPerEvent.toFixed(2)) })),
+        runs: runs.map((r) => ({ gateway: Math.round(r.gateway), bare: Math.round(r.bare), direct: Math.round(r.direct), gatewayCpuUsPerEvent: Number(r.gatewayCpuUsPerEvent.toFixed(2)), gatewaySetupCpuMs: r.gatewaySetupCpuMs, daemonCpuUsPerEvent: Number(r.daemonCpuUsPerEvent.toFixed(2)), readerCpuUsPerEvent: Number(r.readerCpuUsPerEvent.toFixed(2)) })),
         gatewayOfBare: ratios((r) => r.gateway / r.bare),
         directOfBare: ratios((r) => r.direct / r.bare),
         gatewayOfDirect: ratios((r) => r.gateway / r.direct),

@@ -59,4 +59,31 @@ describe('SSE frames', () => {
     });
     expect(ascii).toEqual([true, true, true, true, true, false, false, false, true]);
   });
+
+  it('writes the same bytes straight into a buffer (size, then write): seqs and ts of any digit count, any byte length (base64 in place up to 1 KiB, by Node\'s encoder past it), ids and ts changing', () => {
+    const t = new OutputTemplate();
+    const buf = Buffer.alloc(8192, 0xee);
+    const events: SessionEvent[] = [];
+    for (const [seq, ts] of [[0, 0], [9, 9], [10, 1764590000123], [99, 1764590000123], [12345, 1764590000124], [2 ** 31 - 1, 2 ** 31], [2 ** 31, 2 ** 31 + 1], [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]] as const)
+      for (const n of [0, 1, 2, 3, 4, 5, 200, 1023, 1024, 1025, 3000]) events.push(output({ turnId: `turn_${n % 2}`, stream: n % 3 ? 'stdout' : 'stderr', data: new Uint8Array(n).map((_, i) => (i * 37 + seq) & 255) }, { seq, ts, sessionId: `ses_${n % 4 === 0 ? 'a' : 'b'}` }));
+    for (const e of events) {
+      const size = t.size(e);
+      expect(size).toBe(Buffer.byteLength(genericEventFrame(e)));
+      buf.fill(0xee);
+      const end = t.write(e, buf, 7);
+      expect(end).toBe(7 + size);
+      expect(buf.toString('latin1', 7, end)).toBe(genericEventFrame(e));
+      expect(buf[end]).toBe(0xee);
+    }
+    // What the string template refuses, and seqs or ts it would not write by hand: -1 (the generic path).
+    for (const e of [
+      output({ turnId: 'turn "quoted"', stream: 'stdout', data: Buffer.from('x') }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('x') }, { ts: 1.5 }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('x') }, { ts: -1 }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('x') }, { seq: -1 }),
+      output({ turnId: 'turn_1', stream: 'stdout', data: Buffer.from('x') }, { seq: 2.5 }),
+      { sessionId: 'ses_1', seq: 1, ts: 1, type: 'message.delta', data: { turnId: 't', text: 'a' } } as SessionEvent,
+    ])
+      expect(t.size(e)).toBe(-1);
+  });
 });

@@ -72,14 +72,22 @@ export class FrameSlab {
   }
 
   append(e: SessionEvent): void {
-    // ASCII (the template): its length is its size; else at most 3 bytes per UTF-16 unit.
-    const ascii = this.template.frame(e);
-    const text = ascii ?? genericEventFrame(e);
-    const most = ascii !== undefined ? text.length : text.length * 3;
-    if (this.at + most > this.slab.length) this.grow(most);
-    this.seqs.push(e.seq);
-    this.offsets.push(this.at - this.start);
-    this.at += this.slab.write(text, this.at, ascii !== undefined ? 'latin1' : 'utf8');
+    // command.output by the template: its exact size, then written in place.
+    const size = this.template.size(e);
+    if (size >= 0) {
+      if (this.at + size > this.slab.length) this.grow(size);
+      this.seqs.push(e.seq);
+      this.offsets.push(this.at - this.start);
+      this.at = this.template.write(e, this.slab, this.at);
+    } else {
+      // Anything else: at most 3 bytes per UTF-16 unit.
+      const text = genericEventFrame(e);
+      const most = text.length * 3;
+      if (this.at + most > this.slab.length) this.grow(most);
+      this.seqs.push(e.seq);
+      this.offsets.push(this.at - this.start);
+      this.at += this.slab.write(text, this.at, 'utf8');
+    }
     this.last = e.seq;
   }
 

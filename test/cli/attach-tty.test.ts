@@ -162,8 +162,11 @@ describe.skipIf(skipTmux)('astra attach: attaching while a program runs', () => 
     tmux.type('a', String.raw`printf '\033[?1049h'; for i in $(seq 1 50); do printf '\033[H\033[2Jframe %s\033[5;10Hsame place' $i; done; sleep 30`, true);
     await tmux.waitScreen('a', /frame 50/);
     tmux.start('b', ['attach', '--observe', id]);
-    const rows = await tmux.waitLastRow('b', /^ observing \(read-only\) │ running printf/);
-    expect(rows[0]).toBe('frame 50');
+    // The history comes first (the status line may already say running printf), then the screen.
+    const rows = await waitFor('the screen below the observer\'s status line', () => {
+      const r = tmux.visibleRows('b');
+      return /^ observing \(read-only\) │ running printf/.test(r[r.length - 1] ?? '') && r[0] === 'frame 50' ? r : undefined;
+    }, 15_000);
     expect(rows[4]).toBe('         same place');
     expect(tmux.format('b', '#{alternate_on}')).toBe('1');
     const all = tmux.screen('b');

@@ -13,9 +13,9 @@
 // Not done: redirects (a model API that redirects a POST is a base URL to correct: the caller says
 // so from `location`), compressed bodies (it asks for none; one sent anyway is an error naming the
 // encoding), proxies (Node 20's fetch honoured none either).
+import { createRequire } from 'node:module';
 import * as net from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
-import * as tls from 'node:tls';
 import { ChunkedBody, HttpFramingError, parseHead, type ResponseHead } from './http-framing.js';
 
 const IDLE_MS = 4_000;
@@ -52,10 +52,14 @@ function discard(s: net.Socket): void {
   s.destroy();
 }
 
+/** node:tls, loaded at the first https request: loading it costs an idle daemon ~1.2 MB of RSS (the bench's idle row). */
+let tlsModule: typeof import('node:tls') | undefined;
+const tls = (): typeof import('node:tls') => (tlsModule ??= createRequire(import.meta.url)('node:tls') as typeof import('node:tls'));
+
 function connect(url: URL): net.Socket {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   if (url.protocol === 'https:')
-    return tls.connect({ host, port: Number(url.port || 443), ...(net.isIP(host) ? {} : { servername: host }), ALPNProtocols: ['http/1.1'] });
+    return tls().connect({ host, port: Number(url.port || 443), ...(net.isIP(host) ? {} : { servername: host }), ALPNProtocols: ['http/1.1'] });
   return net.connect({ host, port: Number(url.port || 80) });
 }
 

@@ -4,6 +4,7 @@ import { any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, typ
 import { LIMITS } from './version.js';
 import {
   APPROVAL_POLICIES,
+  APPROVAL_TIMEOUT_BOUNDS,
   DECISIONS,
   ON_CONTROLLER_LOST,
   TURN_STATUSES,
@@ -156,7 +157,7 @@ export const METHODS = {
       approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
       onControllerLost: opt(oneOf(ON_CONTROLLER_LOST)),
       engineOptions: opt(record(any('an option value'))),
-      approvalTimeoutMs: opt(int({ min: 1000, max: 7 * 24 * 3600 * 1000 })),
+      approvalTimeoutMs: opt(int(APPROVAL_TIMEOUT_BOUNDS)),
       idempotencyKey: opt(idempotencyKey()),
     }),
     result: obj({ session: sessionSchema }),

@@ -38,6 +38,9 @@ export const controllerInfoSchema = obj({
 });
 export type ControllerInfo = Infer<typeof controllerInfoSchema>;
 
+/** session/create's approvalTimeoutMs: from 1 s to 7 days. */
+export const APPROVAL_TIMEOUT_BOUNDS = { min: 1000, max: 7 * 24 * 3600 * 1000 } as const;
+
 export const sessionSchema = obj({
   id: sessionId(),
   title: str(),

@@ -175,6 +175,18 @@ describe('astra web: the error envelope and bounds', () => {
       expect(r.status, `${method} ${p}`).toBe(status);
       expectEnvelope(r, reason);
     }
+    // A body is checked against the contract's schema of its endpoint (schema/astra-http-v1.json), with the daemon's bounds.
+    for (const [body, says] of [
+      [{ approvalTimeoutMs: 500 }, /body\.approvalTimeoutMs must be >= 1000/],
+      [{ approvalTimeoutMs: 8 * 24 * 3600 * 1000 }, /body\.approvalTimeoutMs must be <= 604800000/],
+      [{ title: 5 }, /body\.title must be a string/],
+      [{ engineOptions: ['llama3.1'] }, /body\.engineOptions/],
+    ] as const) {
+      const r = await request(g.port, 'POST', '/v1/sessions', { cookie, body });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expectEnvelope(r, 'invalid_params');
+      expect(r.body.error.message).toMatch(says);
+    }
     const id = await newSession(g, cookie, 'auto');
     const noLease = await request(g.port, 'POST', `/v1/sessions/${id}/messages`, { cookie, body: { text: 'echo x', idempotencyKey: 'k' } });
     expect(noLease.status).toBe(403);

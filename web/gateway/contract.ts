@@ -4,6 +4,7 @@
 // router and docs/http.md in step, and checks real answers against the schemas.
 import {
   APPROVAL_POLICIES,
+  APPROVAL_TIMEOUT_BOUNDS,
   DECISIONS,
   ERRORS,
   EVENT_TYPES,
@@ -128,7 +129,7 @@ export const ENDPOINTS: Endpoint[] = [
       engine: opt(str({ maxLength: 64 })),
       engineOptions: opt(obj({}, 'Options of the engine, checked by it: for chat {model, baseUrl?, maxSteps?, systemPrompt?}.')),
       approvalPolicy: opt(oneOf(APPROVAL_POLICIES)),
-      approvalTimeoutMs: opt(int({ min: 1000 })),
+      approvalTimeoutMs: opt(int(APPROVAL_TIMEOUT_BOUNDS)),
       idempotencyKey: opt(str({ maxLength: 128 })),
     }),
     status: 201,

@@ -29,6 +29,14 @@ interface Route {
   handler: Handler;
 }
 
+/** The request's JSON body, checked against the contract's request schema of its endpoint (contract.ts: one statement of what a body may hold). */
+async function bodyOf(req: IncomingMessage, key: string): Promise<Record<string, unknown>> {
+  const body = await readJsonBody(req);
+  const problem = ENDPOINTS.find((e) => `${e.method} ${e.path}` === key)?.request?.check(body, 'body');
+  if (problem) throw new AstraError('invalid_params', `${problem} (docs/http.md lists each endpoint's body)`);
+  return body;
+}
+
 function str(body: Record<string, unknown>, key: string, opts: { required?: boolean; max?: number } = {}): string | undefined {
   const v = body[key];
   if (v === undefined || v === null) {
@@ -93,22 +101,18 @@ const handlers: Record<string, { handler: Handler }> = {
   },
   'POST /v1/sessions': {
     handler: async ({ req, res, tab, stream }) => {
-      const body = await readJsonBody(req);
-      const policy = str(body, 'approvalPolicy');
-      if (policy !== undefined && policy !== 'ask' && policy !== 'auto') throw new AstraError('invalid_params', '"approvalPolicy" must be "ask" or "auto"');
+      const body = await bodyOf(req, 'POST /v1/sessions');
+      // Types and bounds are the contract's (bodyOf); the daemon checks the rest (cwd, engine, engineOptions).
+      const policy = body.approvalPolicy as 'ask' | 'auto' | undefined;
       const title = str(body, 'title', { max: 256 });
       const cwd = str(body, 'cwd', { max: 4096 });
       const engine = str(body, 'engine', { max: 64 });
       const idempotencyKey = str(body, 'idempotencyKey', { max: 128 });
-      const engineOptions = body.engineOptions;
-      if (engineOptions !== undefined && (engineOptions === null || typeof engineOptions !== 'object' || Array.isArray(engineOptions)))
-        throw new AstraError('invalid_params', '"engineOptions" must be an object (for the chat engine: {model, baseUrl?, maxSteps?, systemPrompt?})');
-      const approvalTimeoutMs = body.approvalTimeoutMs;
-      if (approvalTimeoutMs !== undefined && (typeof approvalTimeoutMs !== 'number' || !Number.isSafeInteger(approvalTimeoutMs)))
-        throw new AstraError('invalid_params', '"approvalTimeoutMs" must be an integer number of milliseconds');
+      const engineOptions = body.engineOptions as Record<string, unknown> | undefined;
+      const approvalTimeoutMs = body.approvalTimeoutMs as number | undefined;
       const client = await tab.daemon();
       const { session } = await client.session.create({
-        ...(engineOptions !== undefined ? { engineOptions: engineOptions as Record<string, unknown> } : {}),
+        ...(engineOptions !== undefined ? { engineOptions } : {}),
         ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
         ...(title !== undefined ? { title } : {}),
         ...(cwd !== undefined ? { cwd } : {}),
@@ -165,7 +169,7 @@ const handlers: Record<string, { handler: Handler }> = {
   },
   'POST /v1/sessions/{id}/messages': {
     handler: async ({ req, res, tab }, [id]) => {
-      const body = await readJsonBody(req);
+      const body = await bodyOf(req, 'POST /v1/sessions/{id}/messages');
       const text = str(body, 'text', { required: true })!;
       const idempotencyKey = str(body, 'idempotencyKey', { required: true, max: 128 })!;
       if (idempotencyKey.length === 0) throw new AstraError('invalid_params', '"idempotencyKey" must not be empty');
@@ -177,7 +181,7 @@ const handlers: Record<string, { handler: Handler }> = {
   },
   'POST /v1/sessions/{id}/cancel': {
     handler: async ({ req, res, tab }, [id]) => {
-      await readJsonBody(req);
+      await bodyOf(req, 'POST /v1/sessions/{id}/cancel');
       const client = await tab.daemon();
       if (!client.heldLeases.has(id!)) throw new HttpError(403, 'not_controller', 'this tab does not control the session: take control first (POST /v1/sessions/{id}/lease)', { sessionId: id });
       try {
@@ -192,7 +196,7 @@ const handlers: Record<string, { handler: Handler }> = {
   },
   'POST /v1/sessions/{id}/lease': {
     handler: async ({ req, res, tab }, [id]) => {
-      const body = await readJsonBody(req);
+      const body = await bodyOf(req, 'POST /v1/sessions/{id}/lease');
       const takeover = body.takeover === true;
       const resumeToken = str(body, 'resumeToken', { max: 256 });
       const client = await tab.daemon();
@@ -210,7 +214,7 @@ const handlers: Record<string, { handler: Handler }> = {
   },
   'POST /v1/approvals/{id}': {
     handler: async ({ req, res, tab }, [id]) => {
-      const body = await readJsonBody(req);
+      const body = await bodyOf(req, 'POST /v1/approvals/{id}');
       const decision = str(body, 'decision', { required: true });
       if (decision !== 'approve' && decision !== 'deny') throw new AstraError('invalid_params', '"decision" must be "approve" or "deny"');
       const revision = body.revision;

@@ -173,6 +173,31 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
   });
 });
 
+describe.skipIf(skipChromium)('the end of a turn in chromium', () => {
+  it("says why a turn ended as it did: a shell command denied on the page ends 'turn cancelled (denied: …)'", async () => {
+    const g = await startWeb(envFor(newHome()));
+    const ctx = await browser.newContext();
+    try {
+      const tab = await ctx.newPage();
+      await tab.goto(g.link);
+      await tab.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
+      await tab.click('#new-session');
+      await tab.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
+      await tab.click('#take');
+      await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      await tab.fill('#input', 'echo never');
+      await tab.click('#send');
+      await tab.waitForSelector('.card.approval button.deny', { timeout: 20_000 });
+      await tab.click('.card.approval button.deny');
+      await tab.waitForSelector('.msg.turn[data-reason]', { timeout: 20_000 });
+      expect(await tab.getAttribute('.msg.turn', 'data-reason')).toMatch(/^denied: /);
+      expect(await tab.textContent('.msg.turn')).toMatch(/^turn cancelled \(denied: .+\)$/);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
 describe.skipIf(skipChromium)('tool cards in chromium: several calls in one answer', () => {
   it('gives each call its own card, and each approval and result goes to its own call, in order', async () => {
     const server = await startModelServerProcess(['several-tool-calls', 'final-answer'], children);

@@ -36,7 +36,11 @@ export class MessageRenderer {
       el.classList.remove('streaming');
       el.textContent = text;
       if (typeof d.finishReason === 'string') el.dataset.finishReason = d.finishReason;
-    } else if (e.type === 'turn.completed') this.line('turn', `turn ${String(d.status)}${d.error ? `: ${String(d.error)}` : ''}`);
+    } else if (e.type === 'turn.completed') {
+      // reason: why it ended so when nobody cancelled it and nothing failed (e.g. 'denied: the command was not approved').
+      const el = this.line('turn', `turn ${String(d.status)}${d.error ? `: ${String(d.error)}` : ''}${d.reason ? ` (${String(d.reason)})` : ''}`);
+      if (typeof d.reason === 'string') el.dataset.reason = d.reason;
+    }
     else if (e.type === 'error') this.line('error', String(d.message));
     this.container.scrollTop = this.container.scrollHeight;
   }

@@ -4,6 +4,7 @@
 // code nor a token is ever logged.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { newToken } from '../../discovery/index.js';
 import { writeFileAtomic } from '../../durable/index.js';
 
 export const DEFAULT_CODE_TTL_MS = 5 * 60_000;
@@ -63,7 +64,7 @@ export class Pairing {
     if (!entry) return undefined;
     this.codes.delete(d);
     if (entry.expiresAt <= Date.now()) return undefined;
-    const token = randomSecret(32);
+    const token = newToken();
     const stored = { digest: digest(token), readOnly: entry.readOnly, createdAt: Date.now() };
     this.grants.push(stored);
     if (this.grants.length > MAX_PAIRED) this.grants.splice(0, this.grants.length - MAX_PAIRED);

@@ -109,6 +109,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const stream = { heartbeatMs, maxBuffered: DEFAULT_MAX_BUFFERED, feeds };
   const dir = pageDir();
   const assets = new Set(dir ? fs.readdirSync(dir) : []);
+  const assetCache = new Map<string, Buffer>();
   const sockets = new Set<Socket>();
   const overflow = new WeakSet<Socket>();
   let boundPort = port;
@@ -210,7 +211,9 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
       if (!dir && pathname === '/') throw new AstraError('not_found', 'the page was not built: run `npm run build`');
       throw new AstraError('not_found', `no such file ${pathname.slice(0, 100)}`);
     }
-    const body = fs.readFileSync(path.join(dir, name));
+    // Read once per gateway (the page is a build's output; a new build needs a new `astra web`).
+    let body = assetCache.get(name);
+    if (!body) assetCache.set(name, (body = fs.readFileSync(path.join(dir, name))));
     res.writeHead(200, { 'Content-Type': CONTENT_TYPES[path.extname(name)] ?? 'application/octet-stream', 'Content-Length': body.length, 'Cache-Control': 'no-cache' });
     res.end(method === 'HEAD' ? undefined : body);
   }

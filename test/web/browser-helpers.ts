@@ -45,3 +45,21 @@ export async function waitProbe(page: Page, what: string, pred: (p: Probe) => bo
     await page.waitForTimeout(50);
   }
 }
+
+/** On the page's session list: a new session (chat with `model` when given, else shell), its view live; its id. */
+export async function newSessionInPage(page: Page, model?: string): Promise<string> {
+  await page.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
+  if (model !== undefined) {
+    await page.selectOption('#new-engine', 'chat');
+    await page.fill('#new-model', model);
+  }
+  await page.click('#new-session');
+  await page.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
+  return decodeURIComponent(new URL(page.url()).hash.slice('#/s/'.length));
+}
+
+/** Take control in the session view, and wait until the page says it has it. */
+export async function takeControlInPage(page: Page): Promise<void> {
+  await page.click('#take');
+  await page.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+}

@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { envFor, useTempHomes } from '../helpers/processes.js';
 import { CHROMIUM, skipWithout } from '../helpers/system-tools.js';
-import { launchBrowser } from './browser-helpers.js';
+import { launchBrowser, newSessionInPage, takeControlInPage } from './browser-helpers.js';
 import { request, startWeb, stopAllWebs } from './gateway-helpers.js';
 
 const skipChromium = skipWithout(CHROMIUM);
@@ -46,12 +46,8 @@ describe.skipIf(skipChromium)('the page\'s terminal in chromium', () => {
     try {
       const tab = await ctx.newPage();
       await tab.goto(g.link);
-      await tab.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
-      await tab.click('#new-session');
-      await tab.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
-      const id = decodeURIComponent(new URL(tab.url()).hash.slice('#/s/'.length));
-      await tab.click('#take');
-      await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      const id = await newSessionInPage(tab);
+      await takeControlInPage(tab);
 
       const cmd1 = "printf 'one\\ntwo\\n'; printf '\\033[31mred\\033[0m plain\\n'";
       let shown = await run(tab, cmd1, '[exit 0]');

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
 import { envFor, useTempHomes } from '../helpers/processes.js';
 import { CHROMIUM, skipWithout } from '../helpers/system-tools.js';
-import { launchBrowser, probe, waitProbe } from './browser-helpers.js';
+import { launchBrowser, newSessionInPage, probe, takeControlInPage, waitProbe } from './browser-helpers.js';
 import { request, startWeb, stopAllWebs } from './gateway-helpers.js';
 
 const skipChromium = skipWithout(CHROMIUM);
@@ -66,8 +66,7 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
       await tab1.click('#new-session');
       await tab1.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
       const id = decodeURIComponent(new URL(tab1.url()).hash.slice('#/s/'.length));
-      await tab1.click('#take');
-      await tab1.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      await takeControlInPage(tab1);
       expect(await tab1.getAttribute('#input', 'placeholder')).toMatch(/model/);
 
       const tab2 = await ctx.newPage();
@@ -141,13 +140,8 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
     try {
       const tab = await ctx.newPage();
       await tab.goto(g.link);
-      await tab.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
-      await tab.selectOption('#new-engine', 'chat');
-      await tab.fill('#new-model', 'llama3.1');
-      await tab.click('#new-session');
-      await tab.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
-      await tab.click('#take');
-      await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      await newSessionInPage(tab, 'llama3.1');
+      await takeControlInPage(tab);
       await tab.fill('#input', 'make some noise');
       await tab.click('#send');
       await tab.waitForSelector('.card.tool[data-status="pending"] button.approve', { timeout: 20_000 });
@@ -180,11 +174,8 @@ describe.skipIf(skipChromium)('the end of a turn in chromium', () => {
     try {
       const tab = await ctx.newPage();
       await tab.goto(g.link);
-      await tab.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
-      await tab.click('#new-session');
-      await tab.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
-      await tab.click('#take');
-      await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      await newSessionInPage(tab);
+      await takeControlInPage(tab);
       await tab.fill('#input', 'echo never');
       await tab.click('#send');
       await tab.waitForSelector('.card.approval button.deny', { timeout: 20_000 });
@@ -207,13 +198,8 @@ describe.skipIf(skipChromium)('tool cards in chromium: several calls in one answ
     try {
       const tab = await ctx.newPage();
       await tab.goto(g.link);
-      await tab.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });
-      await tab.selectOption('#new-engine', 'chat');
-      await tab.fill('#new-model', 'llama3.1');
-      await tab.click('#new-session');
-      await tab.waitForSelector('#status[data-stream="live"]', { timeout: 20_000 });
-      await tab.click('#take');
-      await tab.waitForSelector('#status-control[data-controlled="true"]', { timeout: 20_000 });
+      await newSessionInPage(tab, 'llama3.1');
+      await takeControlInPage(tab);
       await tab.fill('#input', 'two things');
       await tab.click('#send');
       const one = '.card.tool[data-call-id="call_one"]';

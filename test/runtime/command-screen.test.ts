@@ -355,23 +355,33 @@ describe('a subscription with historyLines', () => {
   });
 });
 
+/** A stored event of session s1 whose body is `bytes` zero bytes. */
+const storedEvent = (seq: number, type: string, data: object, bytes = 8) => StoredEvent.live('s1', seq, Buffer.alloc(bytes), 0, bytes, 0, type, data, undefined);
+
+/** A FeedSource over `published` (what the journal has written), with the screen's parts given. */
+function feedSourceOf(published: StoredEvent[], screen: Pick<FeedSource, 'captureScreen'> & Partial<FeedSource>): FeedSource {
+  return {
+    id: 's1',
+    logger: silentLogger,
+    get publishedSeq() {
+      return published.length;
+    },
+    isClosed: false,
+    readPublished: async (after) => published.filter((e) => e.seq > after),
+    trimTail: () => {},
+    drop: () => {},
+    ...screen,
+  };
+}
+
 describe('the feed of a subscription with a screen taken past what was published', () => {
   it('cuts the output the screen stands for when it arrives live, and sends the screen before replayed', async () => {
-    const ev = (seq: number, type: string, data: object) => StoredEvent.live('s1', seq, Buffer.alloc(8), 0, 8, 0, type, data, undefined);
-    const published: StoredEvent[] = [ev(1, 'turn.started', { turnId: 't' }), ev(2, 'command.started', { turnId: 't', tty: true }), ev(3, 'command.output', { turnId: 't', data: Buffer.from('a') })];
-    const source: FeedSource = {
-      id: 's1',
-      logger: silentLogger,
-      get publishedSeq() {
-        return published.length;
-      },
-      isClosed: false,
-      readPublished: async (after) => published.filter((e) => e.seq > after),
-      // Appended through seq 5 (two outputs not yet written to the journal, so not yet published).
+    const published: StoredEvent[] = [storedEvent(1, 'turn.started', { turnId: 't' }), storedEvent(2, 'command.started', { turnId: 't', tty: true }), storedEvent(3, 'command.output', { turnId: 't', data: Buffer.from('a') })];
+    const ev = storedEvent;
+    // Appended through seq 5 (two outputs not yet written to the journal, so not yet published).
+    const source = feedSourceOf(published, {
       captureScreen: async () => ({ turnId: 't', fromSeq: 2, atSeq: 5, cols: 80, rows: 24, data: Buffer.from('SCREEN'), scrollback: '', alternate: false }),
-      trimTail: () => {},
-      drop: () => {},
-    };
+    });
     const order: string[] = [];
     const feed = new SubscriptionFeed(source, { onEvent: (e) => void order.push(`${e.type}#${e.seq}`), onScreen: (s) => void order.push(`screen@${s.atSeq}`), onReplayed: (t) => void order.push(`replayed@${t}`) }, 0, { screen: true });
     feed.start();
@@ -387,27 +397,18 @@ describe('the feed of a subscription with a screen taken past what was published
 
 describe('the feed of a screen subscriber getting frames of a flood', () => {
   it('sends the command\'s last screen as soon as the command ends, not after the frame\'s time', async () => {
-    const ev = (seq: number, type: string, data: object, bytes = 8) => StoredEvent.live('s1', seq, Buffer.alloc(bytes), 0, bytes, 0, type, data, undefined);
+    const ev = storedEvent;
     const published: StoredEvent[] = [ev(1, 'turn.started', { turnId: 't' }), ev(2, 'command.started', { turnId: 't', tty: true })];
     let running = true;
     const captures: boolean[] = [];
-    const source: FeedSource = {
-      id: 's1',
-      logger: silentLogger,
-      get publishedSeq() {
-        return published.length;
-      },
-      isClosed: false,
-      readPublished: async (after) => published.filter((e) => e.seq > after),
+    const source = feedSourceOf(published, {
       captureScreen: async (catchUp) => {
         captures.push(catchUp === true);
         const atSeq = published.filter((e) => e.type === 'command.output').at(-1)?.seq ?? 2;
         return { turnId: 't', fromSeq: 2, atSeq, cols: 80, rows: 24, data: Buffer.from(`SCREEN@${atSeq}`), scrollback: '', alternate: false };
       },
       screenRunning: () => running,
-      trimTail: () => {},
-      drop: () => {},
-    };
+    });
     const order: string[] = [];
     const feed = new SubscriptionFeed(source, { onEvent: (e) => void order.push(`${e.type}#${e.seq}`), onScreen: (sc) => void order.push(`screen@${sc.atSeq}`) }, 0, { screen: true });
     // The frame's wait is a timer that never fires here: only the command's end can end it.

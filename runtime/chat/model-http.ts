@@ -46,6 +46,11 @@ function abortError(): Error {
   return Object.assign(new Error('the request was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
+/** A connection lost before the answer's end, as Node reports one (model-errors.ts maps ECONNRESET). */
+function connectionReset(message: string): Error {
+  return Object.assign(new Error(message), { code: 'ECONNRESET' });
+}
+
 /** Closes a socket we are done with; a late error on it is of no interest. */
 function discard(s: net.Socket): void {
   s.on('error', () => undefined);
@@ -140,10 +145,7 @@ function exchange(socket: net.Socket, reused: boolean, origin: string, url: URL,
       if (response) response.fail(e);
       else failEarly(e);
     };
-    const onClose = () => {
-      const e = Object.assign(new Error(response ? 'the connection closed mid-answer' : 'the connection closed before an answer'), { code: 'ECONNRESET' });
-      onError(e);
-    };
+    const onClose = () => onError(connectionReset(response ? 'the connection closed mid-answer' : 'the connection closed before an answer'));
     const onEnd = () => {
       if (response) response.ended();
     };
@@ -282,7 +284,7 @@ class Reader implements ModelResponse {
       this.finish();
       discard(this.socket);
       this.poke();
-    } else this.fail(Object.assign(new Error('the connection closed mid-answer'), { code: 'ECONNRESET' }));
+    } else this.fail(connectionReset('the connection closed mid-answer'));
   }
 
   fail(e: Error): void {

@@ -2,7 +2,7 @@
 // the request, calls the tab's own AstraClient, and answers JSON; the server does the checks first.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import crypto from 'node:crypto';
-import { AstraError, EVENT_TYPES, isAstraError, type Decision, type Session } from '../../protocol/index.js';
+import { AstraError, EVENT_TYPES, isAstraError, type Decision, type Schema, type Session } from '../../protocol/index.js';
 import { HttpError, sendJson } from './errors.js';
 import { MAX_BODY_BYTES, readJsonBody } from './security.js';
 import type { SessionFeeds } from './session-feed.js';
@@ -30,9 +30,11 @@ interface Route {
 }
 
 /** The request's JSON body, checked against the contract's request schema of its endpoint (contract.ts: one statement of what a body may hold). */
+const REQUEST_SCHEMAS = new Map<string, Schema<unknown>>(ENDPOINTS.flatMap((e) => (e.request ? [[`${e.method} ${e.path}`, e.request] as const] : [])));
+
 async function bodyOf(req: IncomingMessage, key: string): Promise<Record<string, unknown>> {
   const body = await readJsonBody(req);
-  const problem = ENDPOINTS.find((e) => `${e.method} ${e.path}` === key)?.request?.check(body, 'body');
+  const problem = REQUEST_SCHEMAS.get(key)?.check(body, 'body');
   if (problem) throw new AstraError('invalid_params', `${problem} (docs/http.md lists each endpoint's body)`);
   return body;
 }

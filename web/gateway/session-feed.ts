@@ -177,13 +177,16 @@ class SessionFeed {
   /** A stream is far behind: stop the subscription until every stream has drained (or MAX_HOLD_MS). */
   private hold(): void {
     this.holdTimer = setTimeout(() => this.resume(true), MAX_HOLD_MS);
+    this.started = this.dropSub();
+  }
+
+  /** Stops the subscription (its callbacks are ignored from now on), once the step before is done; resolves when it is closed. */
+  private async dropSub(): Promise<void> {
+    const previous = this.started;
     const sub = this.sub;
     this.sub = undefined;
-    const previous = this.started;
-    this.started = (async () => {
-      await previous;
-      await sub?.close().catch(() => undefined);
-    })();
+    await previous;
+    await sub?.close().catch(() => undefined);
   }
 
   /** A stream's socket drained: go on once all have. */
@@ -223,13 +226,7 @@ class SessionFeed {
     this.holdTimer = undefined;
     this.members.clear();
     this.waiting.clear();
-    const closing = (async () => {
-      await this.started;
-      const sub = this.sub;
-      this.sub = undefined;
-      await sub?.close().catch(() => undefined);
-    })();
-    this.onEnded(this, closing);
+    this.onEnded(this, this.dropSub());
   }
 }
 

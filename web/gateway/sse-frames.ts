@@ -73,7 +73,7 @@ export class OutputTemplate {
   frame(e: SessionEvent): string | undefined {
     const bytes = this.check(e);
     if (bytes === undefined) return undefined;
-    const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+    const b64 = base64Of(bytes);
     return 'id: ' + e.seq + this.head + e.seq + ',"ts":' + e.ts + this.mid + b64 + TAIL;
   }
 
@@ -114,7 +114,7 @@ export class OutputTemplate {
       }
       at = writeBase64(buf, this.view!, at, bytes);
     } else {
-      const b64 = Buffer.isBuffer(bytes) ? bytes.toString('base64') : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+      const b64 = base64Of(bytes);
       at += buf.write(b64, at, 'latin1');
     }
     buf.set(TAIL_BYTES, at);
@@ -181,6 +181,11 @@ function writeBase64(buf: Buffer, view: DataView, at: number, bytes: Uint8Array)
   return at;
 }
 
+/** Output bytes as base64 by Node's encoder (no copy of the bytes). */
+function base64Of(bytes: Uint8Array): string {
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('base64');
+}
+
 /** Decimal digits of a non-negative safe integer. */
 function digitCount(n: number): number {
   let len = 1;
@@ -213,11 +218,6 @@ function writeDigits(buf: Buffer, at: number, n: number): number {
 }
 
 const shared = new OutputTemplate();
-
-/** command.output by the template (ASCII only: base64, plain ids); undefined for anything else. */
-export function templateFrame(e: SessionEvent): string | undefined {
-  return shared.frame(e);
-}
 
 function sameKeys(d: object): boolean {
   let i = 0;

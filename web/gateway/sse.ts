@@ -129,8 +129,7 @@ export class EventStream implements FeedMember {
         if (this.sub && this.sub.lagCount > this.daemonLags) {
           // The daemon dropped the tab's subscription for lagging; the client resumed it from the journal.
           this.daemonLags = this.sub.lagCount;
-          this.lagCount++;
-          this.write(frame('resynced', { throughSeq, lastSeq: this.lastSent, lagCount: this.lagCount }));
+          this.resynced(throughSeq);
         }
         this.write(frame('replayed', { throughSeq }));
         // Live now: join the session's shared feed where this stream stands.
@@ -183,16 +182,27 @@ export class EventStream implements FeedMember {
     if (this.pending.length > 0) this.flush();
     this.res.write(bytes);
     this.lastSent = lastSeq;
-    if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
+    this.checkLag();
   }
 
   noteApproval(e: SessionEvent): void {
     this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
   }
 
+  /** FeedMember: the daemon dropped the feed's subscription for lagging; it resumed from the journal. */
   feedResynced(throughSeq: number): void {
+    this.resynced(throughSeq);
+  }
+
+  /** A subscription this stream reads through was resumed from the journal after lagging at the daemon. */
+  private resynced(throughSeq: number): void {
     this.lagCount++;
     this.write(frame('resynced', { throughSeq, lastSeq: this.lastSent, lagCount: this.lagCount }));
+  }
+
+  /** More than maxBuffered waits in the socket: the browser reads too slowly. */
+  private checkLag(): void {
+    if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
   }
 
   /** FeedMember: the feed ended; a joined stream goes on with its own subscription from its last seq. */
@@ -236,7 +246,7 @@ export class EventStream implements FeedMember {
     this.pending = [];
     this.pendingBytes = 0;
     this.res.write(at === chunk.length ? chunk : chunk.subarray(0, at));
-    if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
+    this.checkLag();
   }
 
   /** The browser reads slower than the session: leave the feed, stop the subscription, until the socket drains. */

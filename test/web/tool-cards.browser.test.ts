@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
 import { envFor, useTempHomes } from '../helpers/processes.js';
@@ -30,6 +30,26 @@ afterAll(async () => {
 });
 
 const CARD = '.card.tool[data-call-id="call_abc123"]';
+
+/**
+ * A tab that paired, created a session and took control of it: a chat session with model llama3.1
+ * against a fake model server playing `script` when one is given, else a shell session.
+ */
+async function controllingTab(script?: string[]): Promise<{ ctx: BrowserContext; tab: Page }> {
+  const env = script ? envFor(newHome(), { ASTRA_CHAT_BASE_URL: (await startModelServerProcess(script, children)).baseUrl }) : envFor(newHome());
+  const g = await startWeb(env);
+  const ctx = await browser.newContext();
+  try {
+    const tab = await ctx.newPage();
+    await tab.goto(g.link);
+    await newSessionInPage(tab, script ? 'llama3.1' : undefined);
+    await takeControlInPage(tab);
+    return { ctx, tab };
+  } catch (e) {
+    await ctx.close();
+    throw e;
+  }
+}
 
 async function shoot(page: Page, home: string, name: string): Promise<void> {
   const dir = path.join(home, 'screenshots');
@@ -133,15 +153,8 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
   });
 
   it('collapses a long tool output, and shows a denied call as denied', async () => {
-    const server = await startModelServerProcess(['tool-call-loud-command', 'final-answer', 'tool-call', 'final-answer'], children);
-    const env = envFor(newHome(), { ASTRA_CHAT_BASE_URL: server.baseUrl });
-    const g = await startWeb(env);
-    const ctx = await browser.newContext();
+    const { ctx, tab } = await controllingTab(['tool-call-loud-command', 'final-answer', 'tool-call', 'final-answer']);
     try {
-      const tab = await ctx.newPage();
-      await tab.goto(g.link);
-      await newSessionInPage(tab, 'llama3.1');
-      await takeControlInPage(tab);
       await tab.fill('#input', 'make some noise');
       await tab.click('#send');
       await tab.waitForSelector('.card.tool[data-status="pending"] button.approve', { timeout: 20_000 });
@@ -169,13 +182,8 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
 
 describe.skipIf(skipChromium)('the end of a turn in chromium', () => {
   it("says why a turn ended as it did: a shell command denied on the page ends 'turn cancelled (denied: …)'", async () => {
-    const g = await startWeb(envFor(newHome()));
-    const ctx = await browser.newContext();
+    const { ctx, tab } = await controllingTab();
     try {
-      const tab = await ctx.newPage();
-      await tab.goto(g.link);
-      await newSessionInPage(tab);
-      await takeControlInPage(tab);
       await tab.fill('#input', 'echo never');
       await tab.click('#send');
       await tab.waitForSelector('.card.approval button.deny', { timeout: 20_000 });
@@ -191,15 +199,8 @@ describe.skipIf(skipChromium)('the end of a turn in chromium', () => {
 
 describe.skipIf(skipChromium)('tool cards in chromium: several calls in one answer', () => {
   it('gives each call its own card, and each approval and result goes to its own call, in order', async () => {
-    const server = await startModelServerProcess(['several-tool-calls', 'final-answer'], children);
-    const env = envFor(newHome(), { ASTRA_CHAT_BASE_URL: server.baseUrl });
-    const g = await startWeb(env);
-    const ctx = await browser.newContext();
+    const { ctx, tab } = await controllingTab(['several-tool-calls', 'final-answer']);
     try {
-      const tab = await ctx.newPage();
-      await tab.goto(g.link);
-      await newSessionInPage(tab, 'llama3.1');
-      await takeControlInPage(tab);
       await tab.fill('#input', 'two things');
       await tab.click('#send');
       const one = '.card.tool[data-call-id="call_one"]';

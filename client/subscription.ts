@@ -91,6 +91,12 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   private started = false;
   /** The output the last screen stands for: that turn's command.output up to atSeq is dropped (a resubscription from lastSeq sends it again). */
   private cut: { turnId: string; atSeq: number } | undefined;
+  /**
+   * Per turn whose turn.started was delivered, the message.delta texts delivered since then or
+   * since its last message.completed: the text of a message.completed the daemon sent without it
+   * (session/subscribe textFromDeltas, which this client always asks for).
+   */
+  private readonly deltaTexts = new Map<string, string[]>();
 
   constructor(
     sessionId: string,
@@ -159,6 +165,11 @@ export class Subscription implements AsyncIterable<SessionEvent> {
       return;
     }
     this.seq = event.seq;
+    if (this.deltaTexts.size > 0 || event.type === 'turn.started' || event.type === 'message.completed') {
+      const whole = this.withText(event);
+      if (!whole) return;
+      event = whole;
+    }
     if (this.opts.onEvent) {
       try {
         this.opts.onEvent(event);
@@ -179,9 +190,41 @@ export class Subscription implements AsyncIterable<SessionEvent> {
     }
   }
 
+  /**
+   * Keeps the delta texts of the turns whose start was delivered, and gives a message.completed
+   * sent without its text (textFromDeltas) its text back: the app always sees the whole event.
+   * undefined (the stream ended) when the daemon sent one without the deltas it stands for.
+   */
+  private withText(event: SessionEvent): SessionEvent | undefined {
+    switch (event.type) {
+      case 'turn.started':
+        this.deltaTexts.set(event.data.turnId, []);
+        return event;
+      case 'message.delta':
+        this.deltaTexts.get(event.data.turnId)?.push(event.data.text);
+        return event;
+      case 'message.completed': {
+        const parts = this.deltaTexts.get(event.data.turnId);
+        if (parts) this.deltaTexts.set(event.data.turnId, []);
+        if (event.data.textFromDeltas !== true) return event;
+        if (!parts) {
+          this.end(new AstraError('internal_error', `the daemon sent message.completed (seq ${event.seq}) without its text, but this subscription did not get the deltas it stands for; subscribe again from seq ${event.seq - 1}`));
+          return undefined;
+        }
+        const { textFromDeltas: _, ...data } = event.data;
+        return { ...event, data: { ...data, text: parts.join('') } };
+      }
+      case 'turn.completed':
+        this.deltaTexts.delete(event.data.turnId);
+        return event;
+      default:
+        return event;
+    }
+  }
+
   /** @internal What session/subscribe asks for now: the screen and history options only the first time. */
-  subscribeParams(): { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number } {
-    const p: { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number } = { sessionId: this.sessionId, sinceSeq: this.seq };
+  subscribeParams(): { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number; textFromDeltas: true } {
+    const p: { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number; textFromDeltas: true } = { sessionId: this.sessionId, sinceSeq: this.seq, textFromDeltas: true };
     if (!this.started) {
       if (this.opts.screen === true) p.screen = true;
       if (this.opts.historyLines !== undefined && this.seq === 0) p.historyLines = this.opts.historyLines;

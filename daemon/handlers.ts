@@ -43,7 +43,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       const opts: { screen?: boolean; historyLines?: number } = {};
       if (p.screen === true) opts.screen = true;
       if (p.historyLines !== undefined && p.historyLines !== null) opts.historyLines = p.historyLines;
-      return d.hub.subscribe(peer, p.sessionId, p.sinceSeq ?? 0, opts);
+      return d.hub.subscribe(peer, p.sessionId, p.sinceSeq ?? 0, opts, p.textFromDeltas === true ? { textFromDeltas: true } : {});
     },
     'session/unsubscribe': (p, peer) => {
       d.hub.unsubscribe(peer, p.sessionId);

@@ -24,11 +24,18 @@
 // runtime feed's alone (runtime/subscription-feed.ts): the hub asks its handle, and keeps only the
 // wire encoding, the batching and the lag budget.
 //
+// Text sent once (session/subscribe textFromDeltas): a subscription that asked for it gets a live
+// message.completed with an empty text and `textFromDeltas: true` when the runtime found its text to
+// be exactly what the turn streamed (StoredEvent.textStreamed) and this subscription delivered all of
+// that as message.delta events — counted per turn from its turn.started, so a stream that began
+// mid-turn, or a backlog read back from the journal, gets the text whole. The compact body is encoded
+// once per event for every such subscriber.
+//
 // Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
 // (the subscription still runs, so session/replayed and session/lagged still come unless muted
 // too); 'session/events' alone makes the connection get one event per frame, as without batching.
 import { AstraError } from '../protocol/index.js';
-import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
+import { arrayHeader, packEventBody, sessionWire, type SessionWire } from '../ipc/index.js';
 import type { FeedNotice, FeedSubscribeOptions, Runtime, ScreenCapture, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 
@@ -69,7 +76,19 @@ interface Subscription {
   pending: Buffer[];
   pendingEvents: number;
   pendingBytes: number;
+  /**
+   * With textFromDeltas: per turn whose turn.started this stream delivered, the characters of
+   * message.delta text it delivered since then or since the turn's last message.completed.
+   */
+  deltaChars: Map<string, number> | undefined;
 }
+
+/** Options of the hub's own (the runtime's feed has the rest). */
+export interface HubSubscribeOptions {
+  textFromDeltas?: boolean;
+}
+
+type TextEventData = { turnId?: unknown; text?: unknown; finishReason?: unknown };
 
 export class SubscriptionHub {
   private readonly byPeer = new Map<string, Map<string, Subscription>>();
@@ -87,6 +106,9 @@ export class SubscriptionHub {
   private readonly withPending = new Set<Subscription>();
   private batchFlushScheduled = false;
   private readonly flushAllBound = () => this.flushAll();
+  /** The last message.completed encoded without its text, shared by the subscribers it goes to. */
+  private compactOf: StoredEvent | undefined;
+  private compactTail: Buffer | undefined;
 
   constructor(
     private readonly runtime: Runtime,
@@ -100,7 +122,7 @@ export class SubscriptionHub {
    * Nothing is registered until the runtime has accepted the subscription: a refused one
    * (not_found, cursor_ahead) leaves no trace on the connection.
    */
-  async subscribe(peer: Peer, sessionId: string, sinceSeq: number, opts: FeedSubscribeOptions = {}): Promise<{ sessionId: string; headSeq: number }> {
+  async subscribe(peer: Peer, sessionId: string, sinceSeq: number, opts: FeedSubscribeOptions = {}, hubOpts: HubSubscribeOptions = {}): Promise<{ sessionId: string; headSeq: number }> {
     this.checkRoom(peer, sessionId);
     const request = this.countRequest(peer, sessionId);
     const muted = peer.mutedNotifications;
@@ -117,6 +139,7 @@ export class SubscriptionHub {
       pending: [],
       pendingEvents: 0,
       pendingBytes: 0,
+      deltaChars: hubOpts.textFromDeltas === true ? new Map() : undefined,
     };
     // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
     const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
@@ -245,8 +268,9 @@ export class SubscriptionHub {
     if (conn.closed) return;
     // The body without its map header (one view per event, shared by every subscriber), and a
     // large output's bytes, kept apart from their head.
-    const tail = event.tail;
-    const extra = event.extra;
+    const compact = sub.deltaChars ? this.compactTailFor(sub.deltaChars, event) : undefined;
+    const tail = compact ?? event.tail;
+    const extra = compact ? undefined : event.extra;
     const length = extra ? tail.length + extra.length : tail.length;
     const queued = conn.queuedBytes + sub.pendingBytes;
     // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
@@ -258,6 +282,7 @@ export class SubscriptionHub {
       }
       return false;
     }
+    if (sub.deltaChars) countText(sub.deltaChars, event);
     if (!sub.batch || (queued === 0 && sub.pendingEvents === 0)) {
       // Not behind (or not batching): this event goes alone, now.
       conn.sendParts(extra ? [sub.wire.single, tail, extra] : [sub.wire.single, tail]);
@@ -275,6 +300,26 @@ export class SubscriptionHub {
         queueMicrotask(this.flushAllBound);
       }
     }
+  }
+
+  /**
+   * The body of `event` without its text, when it is a message.completed whose whole text this
+   * subscription delivered as deltas (`counts`); undefined otherwise. Changes no count.
+   */
+  private compactTailFor(counts: Map<string, number>, event: StoredEvent): Buffer | undefined {
+    if (!event.textStreamed || counts.size === 0) return undefined;
+    const data = event.event.data as TextEventData;
+    if (typeof data.turnId !== 'string' || typeof data.text !== 'string' || data.text === '' || counts.get(data.turnId) !== data.text.length) return undefined;
+    if (this.compactOf !== event) {
+      const compactData: Record<string, unknown> = { turnId: data.turnId, text: '' };
+      if (data.finishReason !== undefined) compactData.finishReason = data.finishReason;
+      compactData.textFromDeltas = true;
+      const body = packEventBody({ seq: event.seq, ts: event.event.ts, type: 'message.completed', data: compactData }) as Buffer;
+      // packEventBody's result is a view into a buffer it reuses: copied, as it is kept.
+      this.compactTail = Buffer.from(body.subarray(1));
+      this.compactOf = event;
+    }
+    return this.compactTail;
   }
 
   private flushAll(): void {
@@ -337,5 +382,25 @@ export class SubscriptionHub {
       // The connection drained: progress, so the allowance of missed bytes starts again.
       sub.missedSinceDrain = 0;
     });
+  }
+}
+
+/** What an event just delivered to a textFromDeltas subscription does to its per-turn count of delta text. */
+function countText(counts: Map<string, number>, event: StoredEvent): void {
+  const type = event.type;
+  if (type === 'turn.started') {
+    const turnId = (event.event.data as TextEventData).turnId;
+    if (typeof turnId === 'string') counts.set(turnId, 0);
+  } else if (counts.size === 0) return;
+  else if (type === 'message.delta') {
+    const data = event.event.data as TextEventData;
+    const n = typeof data.turnId === 'string' ? counts.get(data.turnId) : undefined;
+    if (n !== undefined && typeof data.text === 'string') counts.set(data.turnId as string, n + data.text.length);
+  } else if (type === 'message.completed') {
+    const turnId = (event.event.data as TextEventData).turnId;
+    if (typeof turnId === 'string' && counts.has(turnId)) counts.set(turnId, 0);
+  } else if (type === 'turn.completed') {
+    const turnId = (event.event.data as TextEventData).turnId;
+    if (typeof turnId === 'string') counts.delete(turnId);
   }
 }

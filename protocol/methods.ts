@@ -184,8 +184,17 @@ export const METHODS = {
      * sinceSeq): the backlog starts at a turn boundary chosen so that finished turns' output in it is
      * about that many lines at most (the latest finished turn and the running one always included);
      * session/replayed then says `historyFromSeq`, the seq before which events were left out.
+     * `textFromDeltas: true`: a message.completed whose text this subscription already delivered as
+     * the turn's message.delta events comes with an empty `text` and `textFromDeltas: true` (the
+     * text is those deltas' concatenation; EVENT_DATA), so a long answer crosses the socket once.
      */
-    params: obj({ sessionId: sessionId(), sinceSeq: opt(seq()), screen: opt(bool()), historyLines: opt(int({ min: 1, max: LIMITS.maxHistoryLines })) }),
+    params: obj({
+      sessionId: sessionId(),
+      sinceSeq: opt(seq()),
+      screen: opt(bool()),
+      historyLines: opt(int({ min: 1, max: LIMITS.maxHistoryLines })),
+      textFromDeltas: opt(bool()),
+    }),
     result: obj({ sessionId: sessionId(), headSeq: seq() }),
     policy: { controller: false, mutates: false, idempotent: true, epoch: false },
   }),

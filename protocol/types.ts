@@ -71,7 +71,12 @@ export const EVENT_DATA = {
   'turn.started': obj({ turnId: turnId(), input: obj({ text: str() }) }),
   'message.user': obj({ turnId: turnId(), text: str() }),
   'message.delta': obj({ turnId: turnId(), text: str() }),
-  'message.completed': obj({ turnId: turnId(), text: str(), finishReason: opt(str()) }),
+  /**
+   * `textFromDeltas: true` (only to a subscription that asked for it, session/subscribe): `text` is
+   * empty on the wire and the message's text is the concatenation of the turn's message.delta texts
+   * since its turn.started or previous message.completed, all of which the subscription delivered.
+   */
+  'message.completed': obj({ turnId: turnId(), text: str(), finishReason: opt(str()), textFromDeltas: opt(bool()) }),
   'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str() }),
   'tool.result': obj({ turnId: turnId(), callId: str({ minLength: 1 }), status: oneOf(TOOL_RESULT_STATUSES), exitCode: opt(nullable(int())), output: str() }),
   usage: obj({ turnId: turnId(), promptTokens: int({ min: 0 }), completionTokens: int({ min: 0 }) }),

@@ -33,6 +33,12 @@ export class StoredEvent {
   // Views of the bytes, made when first asked for (the daemon asks only for the tail).
   private bodyView: Buffer | undefined = undefined;
   private tailView: Buffer | undefined = undefined;
+  /**
+   * A message.completed appended live whose text is exactly the concatenation of its turn's deltas
+   * since the turn's start or previous message.completed (runtime/streamed-text.ts). Not kept in the
+   * journal: an event read back is never marked.
+   */
+  textStreamed = false;
 
   /**
    * The body is bytes [start, end) of buf, followed by all of `extra` when that is set (a large

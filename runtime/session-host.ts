@@ -17,6 +17,7 @@ import { killOrphanGroup } from './orphans.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
 import { RunningScreen, type ScreenCapture } from './running-screen.js';
 import { SessionState } from './session-state.js';
+import { StreamedText } from './streamed-text.js';
 import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscribeOptions, type SubscriptionHandle, type SubscriptionSink } from './subscription-feed.js';
 
 export interface HostOptions {
@@ -45,6 +46,8 @@ export class SessionHost implements FeedSource {
   private readonly feeds = new Set<SubscriptionFeed>();
   /** The running command's screen (running-screen.ts is its one owner; the host feeds it as it appends; Turns resizes it). */
   readonly screen: RunningScreen;
+  /** Whether a message.completed's text is what its turn streamed (marked on its StoredEvent for the daemon's textFromDeltas). */
+  private readonly streamed = new StreamedText();
   private closed = false;
 
   private constructor(
@@ -223,8 +226,16 @@ export class SessionHost implements FeedSource {
       const d = data as EventData<'command.output'>;
       this.state.applyOutput(this.log.lastTs, d.data);
       this.screen.output(stored.seq, d.turnId, d.data);
-    } else if (type === 'message.delta') this.state.touch(this.log.lastTs);
-    else {
+    } else if (type === 'message.delta') {
+      this.state.touch(this.log.lastTs);
+      const d = data as EventData<'message.delta'>;
+      this.streamed.delta(d.turnId, d.text);
+    } else {
+      if (type === 'message.completed') {
+        const d = data as EventData<'message.completed'>;
+        stored.textStreamed = this.streamed.completed(d.turnId, d.text);
+      } else if (type === 'turn.started') this.streamed.started((data as EventData<'turn.started'>).turnId);
+      else if (type === 'turn.completed') this.streamed.ended((data as EventData<'turn.completed'>).turnId);
       this.state.applyEvent(stored.event);
       this.screen.onEvent(type, stored.seq, data as { turnId?: string; tty?: boolean }, this.state.terminalSize);
     }

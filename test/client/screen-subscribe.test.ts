@@ -121,7 +121,7 @@ describe('screen subscriptions through the daemon', () => {
     await waitFor('the backlog', () => info);
     expect(info).toEqual({ historyFromSeq: starts[20] });
     expect(got.map((e) => e.seq)).toEqual(all.filter((e) => e.seq >= starts[20]!).map((e) => e.seq));
-    expect(sub.subscribeParams()).toEqual({ sessionId: session.id, sinceSeq: sub.lastSeq });
+    expect(sub.subscribeParams()).toEqual({ sessionId: session.id, sinceSeq: sub.lastSeq, textFromDeltas: true });
     await expect(other.subscribe('ses_x', { historyLines: 0 })).rejects.toThrow(/historyLines/);
   });
 

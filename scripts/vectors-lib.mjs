@@ -210,6 +210,11 @@ export function buildVectors(p, ipc) {
     params: { sessionId: SESSION_ID, sinceSeq: 0 },
   }, { method: 'session/subscribe' });
   add('response-session-subscribe', '', D2C, 'response', { id: 7, result: { sessionId: SESSION_ID, headSeq: 1 } }, { method: 'session/subscribe' });
+  add('request-session-subscribe-text-from-deltas', 'A streamed answer\'s text once: a live message.completed whose text came as this subscription\'s deltas comes without it.', C2D, 'request', {
+    id: 7,
+    method: 'session/subscribe',
+    params: { sessionId: SESSION_ID, sinceSeq: 0, textFromDeltas: true },
+  }, { method: 'session/subscribe' });
   add('request-lease-acquire', 'Become the controller.', C2D, 'request', { id: 8, method: 'lease/acquire', params: { sessionId: SESSION_ID } }, { method: 'lease/acquire' });
   add('response-lease-acquire', '', D2C, 'response', {
     id: 8,
@@ -396,6 +401,10 @@ export function buildVectors(p, ipc) {
     method: 'session/event',
     params: event(seq++, 'turn.completed', { turnId: TURN_ID, status: 'cancelled', reason: 'denied: the command was not run' }),
   }, { method: 'session/event', eventType: 'turn.completed' });
+  add('event-message.completed-text-from-deltas', 'To a subscription with textFromDeltas: the text is empty; the message\'s text is the concatenation of the turn\'s message.delta texts since its turn.started or previous message.completed.', D2C, 'notification', {
+    method: 'session/event',
+    params: event(seq++, 'message.completed', { turnId: TURN_ID, text: '', finishReason: 'stop', textFromDeltas: true }),
+  }, { method: 'session/event', eventType: 'message.completed' });
 
   // ---- refused on purpose ----
   add('invalid-integer-2pow53-plus-1', 'sinceSeq 2^53+1 is outside the safe range: refused as invalid_request.', C2D, 'request', {

@@ -334,6 +334,44 @@ def _describe(event):
     return json.dumps(_jsonable(data), ensure_ascii=False, sort_keys=True)
 
 
+class StreamedText:
+    """Gives a message.completed sent without its text back its text.
+
+    A subscription with ``textFromDeltas: true`` gets a live message.completed whose text it already
+    got as the turn's message.delta events as ``{text: "", textFromDeltas: true}``: its text is the
+    concatenation of the turn's delta texts since its turn.started or previous message.completed.
+    Feed every event of the subscription, in order, to ``apply``; it returns the event to use.
+    """
+
+    def __init__(self):
+        self._parts = {}
+
+    def apply(self, event):
+        kind = event.get("type")
+        data = event.get("data") or {}
+        turn = data.get("turnId")
+        if kind == "turn.started":
+            self._parts[turn] = []
+        elif kind == "message.delta":
+            parts = self._parts.get(turn)
+            if parts is not None:
+                parts.append(data.get("text") or "")
+        elif kind == "message.completed":
+            parts = self._parts.get(turn)
+            if parts is not None:
+                self._parts[turn] = []
+            if data.get("textFromDeltas") is True:
+                if parts is None:
+                    raise AstraError("internal_error", "message.completed #%s came without its text, but its deltas were not seen; "
+                                     "subscribe again from seq %s" % (event.get("seq"), (event.get("seq") or 1) - 1))
+                whole = {k: v for k, v in data.items() if k != "textFromDeltas"}
+                whole["text"] = "".join(parts)
+                event = dict(event, data=whole)
+        elif kind == "turn.completed":
+            self._parts.pop(turn, None)
+        return event
+
+
 def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.stdout, trace=None, engine=None, engine_options=None):
     deadline = time.monotonic() + timeout
 
@@ -370,7 +408,9 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
         emit("session", session, "session %s created" % sid)
         lease = conn.request("lease/acquire", {"sessionId": sid}, timeout=left())
         # From seq 0: the backlog (session.created, lease.changed) arrives first, then session/replayed.
-        conn.request("session/subscribe", {"sessionId": sid, "sinceSeq": 0}, timeout=left())
+        # textFromDeltas: a streamed answer's text comes once, as its deltas (StreamedText puts it back).
+        conn.request("session/subscribe", {"sessionId": sid, "sinceSeq": 0, "textFromDeltas": True}, timeout=left())
+        streamed = StreamedText()
         turn = conn.request("turn/start", {"sessionId": sid, "epoch": lease["epoch"], "input": {"text": command},
                                            "idempotencyKey": str(uuid.uuid4())}, timeout=left())
         turn_id = turn["turnId"]
@@ -385,6 +425,7 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
             if not isinstance(event.get("seq"), int) or event["seq"] <= last_seq:
                 raise AstraError("invalid_request", "event seq %r after %d: events must arrive in order without duplicates" % (event.get("seq"), last_seq))
             last_seq = event["seq"]
+            event = streamed.apply(event)
             emit("event", event, "#%d %s %s" % (event["seq"], event["type"], _describe(event)))
             data = event.get("data") or {}
             if event["type"] == "turn.completed" and data.get("turnId") == turn_id:

@@ -111,7 +111,7 @@ describe.skipIf(skipPython)('the Python client', () => {
     expect(started.code, `astra daemon start failed: ${started.stderr}`).toBe(0);
     pids.push(readRecordFile(home)!.pid);
 
-    const args = [CLIENT, '--engine', 'chat', '--model', 'fake-model', '--base-url', modelServer.baseUrl, '--command', 'what is here?', '--timeout', '30'];
+    const args = [CLIENT, '--engine', 'chat', '--model', 'fake-model', '--base-url', modelServer.baseUrl, '--command', 'what is here?', '--timeout', '30', '--trace-frames'];
     const out = await run(python, args, { ...env, PYTHONDONTWRITEBYTECODE: '1' }, 45_000, pids);
     expect(out.code, `the Python client failed:\n${out.stderr}\n${out.stdout}`).toBe(0);
     const lines = out.stdout.trim().split('\n');
@@ -130,6 +130,10 @@ describe.skipIf(skipPython)('the Python client', () => {
       line(/^#\d+ turn\.completed .*"status": "completed"/),
     ];
     expect(order.slice(2)).toEqual([...order.slice(2)].sort((a, b) => a - b));
+    // It subscribed with textFromDeltas: the streamed answer's completed came without its text on
+    // the wire (the frame trace on stderr), and the line above shows the text rebuilt from the deltas.
+    expect(out.stderr).toMatch(/"textFromDeltas": true/);
+    expect(out.stderr).toMatch(/"type": "message\.completed"[^\n]*"text": ""[^\n]*"textFromDeltas": true|"textFromDeltas": true[^\n]*"type": "message\.completed"/);
   });
 
   it('subscribes with screen: true from a raw msgpack client: session/screen (bytes) before session/replayed, none of the output it stands for', async () => {

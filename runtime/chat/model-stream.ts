@@ -2,9 +2,11 @@
 // as Server-Sent Events, yielding text deltas as they arrive and, at the end, the accumulated tool
 // calls, the finish_reason and the usage. Every way it can go wrong is a ModelError with a code, a
 // message that says what to do and whether a retry may help; a cancel is a ModelCancelledError and is
-// never taken for a finished answer. Quirks of real servers are tolerated here, in one place: SSE
-// comments, a last chunk with empty `choices` carrying usage, a whole tool call in one chunk
-// (Ollama), tool-call fragments without ids (accumulated by index), a stream without [DONE].
+// never taken for a finished answer. This file is the request, its retries, the stall timer and the
+// cancel; what the body says is read in answer-chunks.ts (no I/O), read by read, where the quirks of
+// real servers are tolerated in one place: SSE comments, a last chunk with empty `choices` carrying
+// usage, a whole tool call in one chunk (Ollama), tool-call fragments without ids (accumulated by
+// index), a stream without [DONE].
 import { AnswerChunks } from './answer-chunks.js';
 import { SHELL_TOOL, type ChatMessage, type ToolCall } from './messages.js';
 import { ModelCancelledError, ModelError, RetryAfter, connectionError, httpError, readErrorDetail, scrubSecret } from './model-errors.js';

@@ -126,7 +126,10 @@ async function runChatTurn(ctx: ChatEngineContext, cfg: ChatEngineConfig): Promi
 async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEngineConfig, messages: ChatMessage[]): Promise<Answer> {
   const opts = ctx.engineOptions;
   const turnId = ctx.turnId;
-  let text = '';
+  // The answer's parts, joined once at its end (a flat string for message.completed; a rope of a
+  // part per read would be flattened while that event is encoded, on the event loop).
+  const parts: string[] = [];
+  const answerText = () => (parts.length === 1 ? parts[0]! : parts.join(''));
   let pending = '';
   // One of the two is set while a flush is due. Apart: clearImmediate on a Timeout corrupts Node's
   // immediate queue (it unlinks the timer and miscounts the immediates), and a delta then waits.
@@ -169,7 +172,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
     });
     for await (const part of stream) {
       if (part.type === 'text') {
-        text += part.text;
+        parts.push(part.text);
         pending += part.text;
         if (!immediate && !timer) schedule();
       } else if (part.type === 'usage') usage = { promptTokens: part.promptTokens, completionTokens: part.completionTokens };
@@ -186,6 +189,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
     }
   } catch (e) {
     flush();
+    const text = answerText();
     if (e instanceof ModelCancelledError || ctx.signal.aborted) {
       emit('message.completed', { turnId, text, finishReason: 'cancelled' });
       return { kind: 'cancelled' };
@@ -195,6 +199,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
     return { kind: 'failed', error: { code: 'chat_internal', message: `the chat engine failed unexpectedly (${(e as Error).message}); the daemon log may say more`, retryable: false } };
   }
   flush();
+  const text = answerText();
   // Ollama says `stop` when it asks for a tool: the calls decide.
   emit('message.completed', { turnId, text, finishReason: toolCalls.length > 0 ? 'tool_calls' : finishReason });
   if (usage) emit('usage', { turnId, ...usage });

@@ -14,6 +14,10 @@
 // another key, a different id, whitespace — is not the shape and goes to JSON.parse as before.
 // A stream whose chunks never repeat their shape (a per-chunk id or padding) stops being learned
 // from after a few tries, so it costs a handful of parses more, not one more per chunk.
+//
+// sse-events.ts uses the shape on the raw event text as well (scannable, prefix, suffix, taken): a
+// shape learned from a multi-line data field (a line break in it) is not taken there, since the
+// raw text would hold `data:` between its lines.
 
 /** Shapes learned in a row without a chunk matching them, after which learning stops for the stream. */
 const MAX_FRUITLESS_SHAPES = 4;
@@ -23,8 +27,29 @@ const MAX_PLACES = 4;
 export class ContentChunkShape {
   private prefix = '';
   private suffix = '';
+  private inline = false;
   private hits = 0;
   private fruitless = 0;
+
+  /** A shape is learned and holds no line break: sse-events.ts may look for it in the raw text. */
+  get scannable(): boolean {
+    return this.inline;
+  }
+
+  /** The learned text before the content, its opening quote included ('' before one is learned). */
+  get learnedPrefix(): string {
+    return this.prefix;
+  }
+
+  /** The learned text after the content, from its closing quote. */
+  get learnedSuffix(): string {
+    return this.suffix;
+  }
+
+  /** Counts `n` chunks found to be the shape outside match() (as match() counts its own). */
+  taken(n: number): void {
+    this.hits += n;
+  }
 
   /**
    * The content of `data` when it is the learned shape with a plain string as its content ('' for
@@ -67,6 +92,7 @@ export class ContentChunkShape {
       if (this.prefix !== '' && this.hits === 0) this.fruitless++;
       this.prefix = prefix;
       this.suffix = suffix;
+      this.inline = !/[\r\n]/.test(prefix) && !/[\r\n]/.test(suffix);
       this.hits = 0;
       return;
     }

@@ -21,7 +21,14 @@ export class StreamedText {
     const parts = this.parts.get(turnId);
     if (!parts) return false;
     this.parts.set(turnId, []);
-    return text !== '' && parts.length > 0 && (parts.length === 1 ? parts[0] : parts.join('')) === text;
+    if (text === '' || parts.length === 0) return false;
+    // Piece by piece: no copy of a long answer's text to compare it.
+    let at = 0;
+    for (const p of parts) {
+      if (!text.startsWith(p, at)) return false;
+      at += p.length;
+    }
+    return at === text.length;
   }
 
   ended(turnId: string): void {

@@ -8,8 +8,10 @@
 //     (approved automatically, run, its result in the request), at the server; vs. a client that
 //     reads the call, runs `/bin/sh -c true` and sends the next request itself.
 //   long answer: 16 observer processes of one session receiving a 50,000-token answer (one token per
-//     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer;
-//     BENCH_CHAT_LONG_ROUNDS rounds (default 7), the two in turn, medians reported.
+//     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer
+//     (fetch + JSON.parse per chunk: the target's reference), and, for information, vs. a reader using
+//     the engine's own HTTP client and SSE scan without the daemon (streamChatCompletion);
+//     BENCH_CHAT_LONG_ROUNDS rounds (default 15), the three in turn, medians reported.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,7 +26,7 @@ export const LONG_TOKENS = 50_000;
 export const TOOL_TURNS = Number(process.env.BENCH_CHAT_TOOL_TURNS ?? 50);
 const TOOL_WARMUP = 5;
 /** Rounds of the long answer (each: the direct reader and the observers in turn). */
-export const LONG_ROUNDS = Number(process.env.BENCH_CHAT_LONG_ROUNDS ?? 7);
+export const LONG_ROUNDS = Number(process.env.BENCH_CHAT_LONG_ROUNDS ?? 15);
 
 interface Proc {
   proc: ChildProcess;
@@ -112,6 +114,9 @@ export interface ChatFigures {
   slowestTokensPerSec: number;
   /** The median of roundRatios: what the ≥ 0.9× target is judged on. */
   medianRatio: number;
+  /** The engine's own reader without the daemon (streamChatCompletion), median over the rounds; and the slowest observer's ratio to it, per round, median. */
+  engineTokensPerSec: number;
+  engineMedianRatio: number;
   /** CPU time the daemon spent on one long answer (median over rounds), and the direct reader. */
   daemonCpuMsPerAnswer: number;
   directCpuMsPerAnswer: number;
@@ -173,6 +178,8 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
       for (const o of observers) await o.next(30_000);
       const directReader = run('chat-worker.js', ['direct-stream', baseUrl, String(LONG_TOKENS), String(LONG_ROUNDS)]);
       await directReader.next(30_000);
+      const engineReader = run('chat-worker.js', ['engine-stream', baseUrl, String(LONG_TOKENS), String(LONG_ROUNDS)]);
+      await engineReader.next(30_000);
       await firstBytes();
       await lastBytes();
       const directRounds: number[] = [];
@@ -181,12 +188,12 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
       const cpu = { daemon: [] as number[], observer: [] as number[], direct: [] as number[] };
       const observerRounds: number[][] = [];
       const ratios: number[] = [];
-      const directRound = async () => {
-        directReader.send('go');
-        const d = (await directReader.next()) as { endMs: number; tokens: number; cpuMs: number };
+      const directRound = async (reader = directReader) => {
+        reader.send('go');
+        const d = (await reader.next()) as { endMs: number; tokens: number; cpuMs: number };
         const [first] = await firstBytes();
         const [last] = await lastBytes();
-        if (d.tokens !== LONG_TOKENS) throw new Error(`bench chat: the direct reader saw ${d.tokens} of ${LONG_TOKENS} tokens`);
+        if (d.tokens !== LONG_TOKENS) throw new Error(`bench chat: a direct reader saw ${d.tokens} of ${LONG_TOKENS} tokens`);
         return { tps: LONG_TOKENS / ((d.endMs - first!) / 1000), wroteMs: last! - first!, lagMs: d.endMs - last!, cpuMs: d.cpuMs };
       };
       const astraRound = async () => {
@@ -202,15 +209,22 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
         const slowestEnd = Math.max(...ends.map((e) => e.endMs));
         return { tps: ends.map((e) => LONG_TOKENS / ((e.endMs - first!) / 1000)), wroteMs: last! - first!, lagMs: slowestEnd - last!, deltas: ends[0]!.deltas, daemonCpuMs, observerCpuMs };
       };
+      const engineRounds: number[] = [];
+      const engineRatios: number[] = [];
       for (let r = 0; r < LONG_ROUNDS; r++) {
-        let d, a;
+        let d, a, e;
+        // The observers' round between the two references', which swap sides each round.
         if (r % 2 === 0) {
           d = await directRound();
           a = await astraRound();
+          e = await directRound(engineReader);
         } else {
+          e = await directRound(engineReader);
           a = await astraRound();
           d = await directRound();
         }
+        engineRounds.push(e.tps);
+        engineRatios.push(Math.min(...a.tps) / e.tps);
         directRounds.push(d.tps);
         cpu.daemon.push(a.daemonCpuMs);
         cpu.direct.push(d.cpuMs);
@@ -223,6 +237,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
           `    round ${r + 1}: slowest observer ${Math.min(...a.tps).toFixed(0)} tokens/s, direct ${d.tps.toFixed(0)} (${ratios[r]!.toFixed(2)}×); ` +
             `server wrote it in ${a.wroteMs.toFixed(0)} ms to the daemon, ${d.wroteMs.toFixed(0)} ms to the direct reader; ` +
             `its end came ${a.lagMs.toFixed(1)} / ${d.lagMs.toFixed(1)} ms after the last byte; ${a.deltas} message.delta events; ` +
+            `the engine's reader ${e.tps.toFixed(0)} tokens/s (${engineRatios[r]!.toFixed(2)}×, server ${e.wroteMs.toFixed(0)} ms); ` +
             `CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(0) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
         );
       }
@@ -239,8 +254,11 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
         `  chat long answer, CPU per round (median): daemon ${median(cpu.daemon).toFixed(0)} ms, an observer ${cpu.observer.length ? median(cpu.observer).toFixed(0) : '—'} ms, ` +
           `direct reader ${median(cpu.direct).toFixed(0)} ms (${(median(cpu.daemon) / median(cpu.direct)).toFixed(2)}× the direct reader's in the daemon)`,
       );
+      log(
+        `  chat long answer beside the engine's own reader without the daemon: ${median(engineRounds).toFixed(0)} tokens/s; slowest observer / it per round, median ${median(engineRatios).toFixed(2)}×`,
+      );
       const slowestTokensPerSec = median(observerRounds.map((round) => Math.min(...round)));
-      return { toolP50ms: astraTool.p50, toolP99ms: astraTool.p99, directToolP50ms: directTool.p50, directToolP99ms: directTool.p99, slowestTokensPerSec, medianRatio: median(ratios), daemonCpuMsPerAnswer: median(cpu.daemon), directCpuMsPerAnswer: median(cpu.direct), firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
+      return { engineTokensPerSec: median(engineRounds), engineMedianRatio: median(engineRatios), toolP50ms: astraTool.p50, toolP99ms: astraTool.p99, directToolP50ms: directTool.p50, directToolP99ms: directTool.p99, slowestTokensPerSec, medianRatio: median(ratios), daemonCpuMsPerAnswer: median(cpu.daemon), directCpuMsPerAnswer: median(cpu.direct), firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
     } finally {
       await client.close();
     }

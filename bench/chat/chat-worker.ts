@@ -4,11 +4,14 @@
 //   direct-tool <baseUrl> <n>                 n tool round trips without Astra: the call read, `sh -c true` run, the next request sent
 //   astra-tool <home> <n>                     n chat turns whose model calls shell `true` (auto-approved), then answers
 //   direct-stream <baseUrl> <tokens> <n>      n long answers read straight from the server, one per stdin line: each one's end, tokens seen
+//   engine-stream <baseUrl> <tokens> <n>      the same as direct-stream, read with the chat engine's own reader
+//                                             (streamChatCompletion: Astra's HTTP client and SSE scan, no daemon)
 //   astra-observe <home> <sessionId> <seq> <n>  an observer of a chat session: per answer (n of them), its end and tokens seen
 // Both kinds of reader parse the SSE stream (the direct one as the engine must), so the difference is Astra.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
+import { streamChatCompletion } from '../../runtime/chat/model-stream.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
 import { TOKEN } from './model-gen.js';
@@ -158,6 +161,24 @@ async function main([role, ...args]: string[]): Promise<void> {
         let chars = 0;
         const cpu0 = cpuMs();
         await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
+        tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
+      }
+      return;
+    }
+    case 'engine-stream': {
+      // The reference without the daemon's fan-out: the engine's reader (its HTTP client and scan),
+      // which reads faster than a fetch + JSON.parse client and so lets the server write as it does
+      // to the daemon.
+      const [baseUrl, tokens, rounds] = [args[0]!, Number(args[1]), Number(args[2] ?? 1)];
+      const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+      tell({ ready: true });
+      for (let r = 0; r < rounds; r++) {
+        if ((await lines.next()).done) return;
+        let chars = 0;
+        const cpu0 = cpuMs();
+        const signal = new AbortController().signal;
+        const stream = streamChatCompletion({ baseUrl, model: 'bench', messages: [{ role: 'user', content: `tokens=${tokens}` }], signal, stallMs: 30_000, maxRetryAfterMs: 0, maxAttempts: 1 });
+        for await (const part of stream) if (part.type === 'text') chars += part.text.length;
         tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
       }
       return;

@@ -150,35 +150,29 @@ async function main([role, ...args]: string[]): Promise<void> {
       await client.close();
       return;
     }
-    case 'direct-stream': {
-      // One long answer per line on stdin (the bench sends one per round), in one process, so the
-      // reader is as warm after the first round as the daemon's observers are.
-      const [baseUrl, tokens, rounds] = [args[0]!, Number(args[1]), Number(args[2] ?? 1)];
-      const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-      tell({ ready: true });
-      for (let r = 0; r < rounds; r++) {
-        if ((await lines.next()).done) return;
-        let chars = 0;
-        const cpu0 = cpuMs();
-        await readSse(baseUrl, `tokens=${tokens}`, (c) => (chars += c));
-        tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
-      }
-      return;
-    }
+    case 'direct-stream':
     case 'engine-stream': {
-      // The reference without the daemon's fan-out: the engine's reader (its HTTP client and scan),
-      // which reads faster than a fetch + JSON.parse client and so lets the server write as it does
-      // to the daemon.
+      // One long answer per line on stdin (the bench sends one per round), in one process, so the
+      // reader is as warm after the first round as the daemon's observers are. engine-stream reads
+      // with the engine's own reader (its HTTP client and SSE scan): the reference without the
+      // daemon's fan-out.
       const [baseUrl, tokens, rounds] = [args[0]!, Number(args[1]), Number(args[2] ?? 1)];
+      const text = `tokens=${tokens}`;
+      const read =
+        role === 'direct-stream'
+          ? (onContent: (chars: number) => void) => readSse(baseUrl, text, onContent)
+          : async (onContent: (chars: number) => void) => {
+              const signal = new AbortController().signal;
+              const stream = streamChatCompletion({ baseUrl, model: 'bench', messages: [{ role: 'user', content: text }], signal, stallMs: 30_000, maxRetryAfterMs: 0, maxAttempts: 1 });
+              for await (const part of stream) if (part.type === 'text') onContent(part.text.length);
+            };
       const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
       tell({ ready: true });
       for (let r = 0; r < rounds; r++) {
         if ((await lines.next()).done) return;
         let chars = 0;
         const cpu0 = cpuMs();
-        const signal = new AbortController().signal;
-        const stream = streamChatCompletion({ baseUrl, model: 'bench', messages: [{ role: 'user', content: `tokens=${tokens}` }], signal, stallMs: 30_000, maxRetryAfterMs: 0, maxAttempts: 1 });
-        for await (const part of stream) if (part.type === 'text') chars += part.text.length;
+        await read((c) => (chars += c));
         tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
       }
       return;

@@ -7,8 +7,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
+import { startChatDaemon } from '../helpers/chat-daemon.js';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { cleanupHome, isAlive, runCli, waitFor } from '../helpers/processes.js';
 const KEY = 'sk-test-9f8e7d6c5b4a-never-written';
 
 const homes: string[] = [];
@@ -23,19 +24,7 @@ afterEach(async () => {
 /** The fake model server as a child process, scripted with fixture names. */
 const modelServer = (script: string[]) => startModelServerProcess(script, children);
 
-async function setup(baseUrl: string, extra: Record<string, string> = {}) {
-  const home = makeHome();
-  homes.push(home);
-  const env = envFor(home, { ASTRA_CHAT_BASE_URL: baseUrl, ASTRA_CHAT_API_KEY: KEY, ...extra });
-  const r = await runCli(['daemon', 'start'], env);
-  expect(r.code, r.stderr).toBe(0);
-  const driver = async (name: string) => {
-    const d = new Driver(env, name);
-    drivers.push(d);
-    return d.ready();
-  };
-  return { home, env, driver };
-}
+const setup = (baseUrl: string, extra: Record<string, string> = {}) => startChatDaemon(baseUrl, { ASTRA_CHAT_API_KEY: KEY, ...extra }, homes, drivers);
 
 const ofType = (events: Line[], type: string) => events.filter((e) => e.type === type);
 const turnEnd = (d: Driver, turnId: string) => d.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed' && l.params.data.turnId === turnId, 20_000);

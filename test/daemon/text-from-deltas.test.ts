@@ -9,8 +9,9 @@ import { AstraClient } from '../../client/index.js';
 import { createDaemon, type Daemon, type Engine } from '../../daemon/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { Driver, type Line } from '../helpers/driver.js';
+import { startChatDaemon } from '../helpers/chat-daemon.js';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
+import { cleanupHome, envFor, makeHome } from '../helpers/processes.js';
 
 const homes: string[] = [];
 const drivers: Driver[] = [];
@@ -28,17 +29,7 @@ afterEach(async () => {
 /** A daemon whose chat engine talks to a fake model server answering with `script`, in order. */
 async function setup(script: string[]) {
   const server = await startModelServerProcess(script, children);
-  const home = makeHome();
-  homes.push(home);
-  const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
-  const r = await runCli(['daemon', 'start'], env);
-  expect(r.code, r.stderr).toBe(0);
-  const driver = async (name: string) => {
-    const d = new Driver(env, name);
-    drivers.push(d);
-    return d.ready();
-  };
-  return { home, env, driver };
+  return startChatDaemon(server.baseUrl, {}, homes, drivers);
 }
 
 const turnEnd = (d: Driver, turnId: string) => d.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed' && l.params.data.turnId === turnId, 20_000);

@@ -1,0 +1,20 @@
+// A real daemon (dist/) whose chat engine talks to `baseUrl` (a fake model server), started with
+// `astra daemon start` in a fresh home, and raw client processes on it (test/fixtures/driver.mjs).
+// The caller's lists get the home and each driver, for its afterEach to clean up.
+import { expect } from 'vitest';
+import { Driver } from './driver.js';
+import { envFor, makeHome, runCli } from './processes.js';
+
+export async function startChatDaemon(baseUrl: string, extraEnv: Record<string, string>, homes: string[], drivers: Driver[]) {
+  const home = makeHome();
+  homes.push(home);
+  const env = envFor(home, { ASTRA_CHAT_BASE_URL: baseUrl, ...extraEnv });
+  const r = await runCli(['daemon', 'start'], env);
+  expect(r.code, r.stderr).toBe(0);
+  const driver = async (name: string) => {
+    const d = new Driver(env, name);
+    drivers.push(d);
+    return d.ready();
+  };
+  return { home, env, driver };
+}

@@ -212,7 +212,11 @@ export class Subscription implements AsyncIterable<SessionEvent> {
           return undefined;
         }
         const { textFromDeltas: _, ...data } = event.data;
-        return { ...event, data: { ...data, text: parts.join('') } };
+        // Concatenated, not joined: V8 keeps the pieces until the text is read (a long answer's
+        // copy is made only by an app that reads it).
+        let text = '';
+        for (const p of parts) text += p;
+        return { ...event, data: { ...data, text } };
       }
       case 'turn.completed':
         this.deltaTexts.delete(event.data.turnId);

@@ -21,7 +21,8 @@ import { HERE, median, percentile } from '../lib.js';
 const CHAT = path.join(HERE, 'chat');
 export const FIRST_TURNS = Number(process.env.BENCH_CHAT_FIRST_TURNS ?? 200);
 const FIRST_WARMUP = 20;
-export const CHAT_OBSERVERS = 16;
+/** Observer processes of the long answer (the row is for 16; BENCH_CHAT_OBSERVERS changes it, to see how the ratio scales). */
+export const CHAT_OBSERVERS = Number(process.env.BENCH_CHAT_OBSERVERS ?? 16);
 export const LONG_TOKENS = 50_000;
 export const TOOL_TURNS = Number(process.env.BENCH_CHAT_TOOL_TURNS ?? 50);
 const TOOL_WARMUP = 5;

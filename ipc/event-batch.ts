@@ -1,29 +1,31 @@
-// The busiest frame a client receives, decoded without msgpackr: a `session/events` batch whose
-// every event has the layout the daemon writes by hand for output (wire-bytes.ts: sessionWire's
-// heads, packEventBody) — {sessionId, seq, ts, type, data: {turnId, stream, data: bin}} with short
-// ASCII strings and unsigned integers. It gives the very value msgpackr gives for those bytes (same
-// keys in the same order, numbers, strings, bin as a Buffer view of the frame: test/ipc/event-batch
-// .test.ts), but the strings that repeat in every event (session id, type, turn id, stream, and the
-// keys) are compared with the last ones seen instead of being decoded and allocated again: msgpackr
-// spent about a sixth of a gateway's busy time on these frames. Any other byte layout gives
-// undefined, and the caller decodes the frame with msgpackr as before.
+// The frames a client receives most, decoded without msgpackr: `session/event` and `session/events`
+// in the layout the daemon writes (wire-bytes.ts: sessionWire's heads, then each event's stored
+// body) — {sessionId, seq, ts, type, data} with short ASCII ids and types and unsigned seq and ts,
+// and a `data` that ipc/event-data.ts can read exactly (maps of short ASCII keys, strings, integers,
+// booleans, nil, bin: command.output, message.delta, message.completed, usage, turn.*, ...). It
+// gives the very value msgpackr gives for those bytes (same keys in the same order, numbers,
+// strings, bin as a Buffer view of the frame: test/ipc/event-batch.test.ts), but the strings that
+// repeat in every event (session id, type, turn id, the keys) are compared with the last ones seen
+// instead of being decoded and allocated again, and there is no generic tokenizer in between:
+// msgpackr spent about a sixth of a gateway's busy time on output batches, and about 40% of a chat
+// observer's time on its per-event frames. Any other byte layout gives undefined, and the caller
+// decodes the frame with msgpackr as before.
+import { DataReader, FAIL } from './event-data.js';
 
 /** Keys and the method as their MessagePack bytes (fixstr). */
 const fixstr = (s: string): Buffer => Buffer.from([0xa0 | s.length, ...Buffer.from(s, 'latin1')]);
 const HEAD = Buffer.concat([Buffer.from([0x82]), fixstr('method'), fixstr('session/events'), fixstr('params'), Buffer.from([0x82]), fixstr('sessionId')]);
+const SINGLE_HEAD = Buffer.concat([Buffer.from([0x82]), fixstr('method'), fixstr('session/event'), fixstr('params'), Buffer.from([0x85]), fixstr('sessionId')]);
 const EVENTS_KEY = fixstr('events');
-const SESSION_KEY = fixstr('sessionId');
+const EVENT_HEAD = Buffer.concat([Buffer.from([0x85]), fixstr('sessionId')]);
 const SEQ_KEY = fixstr('seq');
 const TS_KEY = fixstr('ts');
 const TYPE_KEY = fixstr('type');
 const DATA_KEY = fixstr('data');
-const TURN_KEY = fixstr('turnId');
-const STREAM_KEY = fixstr('stream');
+/** The two heads agree up to this byte: the method's fixstr length (0xad 'session/event', 0xae 'session/events'). */
+const METHOD_AT = 8;
 
-/** Where the cursor is after a failed step: every step returns it and the walk stops there. */
-const FAIL = -1;
-
-/** The last string read in one role (session id, type, turn id, stream): its bytes and its value. */
+/** The last string read in one role (session id, type): its bytes and its value. */
 class StringSlot {
   private bytes = Buffer.alloc(32);
   private length = -1;
@@ -31,6 +33,7 @@ class StringSlot {
 
   /** Reads the fixstr at `p` (ASCII only); returns the end, or FAIL. */
   read(buf: Buffer, p: number, end: number): number {
+    if (p >= end) return FAIL;
     const b = buf[p]!;
     if (b < 0xa0 || b > 0xbf) return FAIL;
     const n = b & 0x1f;
@@ -57,18 +60,35 @@ function matches(buf: Buffer, p: number, end: number, key: Buffer): number {
   return p + n;
 }
 
+export interface DecodedEvent {
+  sessionId: string;
+  seq: number;
+  ts: number;
+  type: string;
+  data: unknown;
+}
+
+export type DecodedEventFrame =
+  | { method: 'session/events'; params: { sessionId: string; events: unknown[] } }
+  | { method: 'session/event'; params: DecodedEvent };
+
 export class EventBatchDecoder {
   private readonly session = new StringSlot();
   private readonly eventSession = new StringSlot();
   private readonly type = new StringSlot();
-  private readonly turn = new StringSlot();
-  private readonly stream = new StringSlot();
-  /** The unsigned integer read last (uint). */
-  private uint = 0;
+  private readonly data = new DataReader();
+  /** The event read last (readEvent). */
+  private event: DecodedEvent | undefined;
 
-  /** The frame's value as msgpackr would give it, when it is such a batch; else undefined. */
-  decode(buf: Buffer): { method: 'session/events'; params: { sessionId: string; events: unknown[] } } | undefined {
+  /** The frame's value as msgpackr would give it, when it is such a frame; else undefined. */
+  decode(buf: Buffer): DecodedEventFrame | undefined {
     const end = buf.length;
+    if (end <= SINGLE_HEAD.length) return undefined;
+    if (buf[METHOD_AT] === SINGLE_HEAD[METHOD_AT]) {
+      let p = matches(buf, 0, end, SINGLE_HEAD);
+      if (p === FAIL || (p = this.readEvent(buf, p, end, this.eventSession)) !== end) return undefined;
+      return { method: 'session/event', params: this.event! };
+    }
     let p = matches(buf, 0, end, HEAD);
     if (p === FAIL || (p = this.session.read(buf, p, end)) === FAIL) return undefined;
     const sessionId = this.session.value;
@@ -85,71 +105,28 @@ export class EventBatchDecoder {
       count = buf.readUInt32BE(p + 1);
       p += 5;
     } else return undefined;
-    // Each event takes well over 40 bytes: a count the frame cannot hold is not this layout.
-    if (count * 40 > end - p) return undefined;
+    // Each event takes well over 30 bytes: a count the frame cannot hold is not this layout.
+    if (count * 30 > end - p) return undefined;
     const events = new Array<unknown>(count);
     for (let i = 0; i < count; i++) {
-      if (buf[p] !== 0x85) return undefined;
-      if ((p = matches(buf, p + 1, end, SESSION_KEY)) === FAIL || (p = this.eventSession.read(buf, p, end)) === FAIL) return undefined;
-      if ((p = matches(buf, p, end, SEQ_KEY)) === FAIL || (p = this.readUint(buf, p, end)) === FAIL) return undefined;
-      const seq = this.uint;
-      if ((p = matches(buf, p, end, TS_KEY)) === FAIL || (p = this.readUint(buf, p, end)) === FAIL) return undefined;
-      const ts = this.uint;
-      if ((p = matches(buf, p, end, TYPE_KEY)) === FAIL || (p = this.type.read(buf, p, end)) === FAIL) return undefined;
-      if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || buf[p] !== 0x83) return undefined;
-      if ((p = matches(buf, p + 1, end, TURN_KEY)) === FAIL || (p = this.turn.read(buf, p, end)) === FAIL) return undefined;
-      if ((p = matches(buf, p, end, STREAM_KEY)) === FAIL || (p = this.stream.read(buf, p, end)) === FAIL) return undefined;
-      if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || p >= end) return undefined;
-      let length: number;
-      const b = buf[p]!;
-      if (b === 0xc4 && p + 2 <= end) {
-        length = buf[p + 1]!;
-        p += 2;
-      } else if (b === 0xc5 && p + 3 <= end) {
-        length = buf.readUInt16BE(p + 1);
-        p += 3;
-      } else if (b === 0xc6 && p + 5 <= end) {
-        length = buf.readUInt32BE(p + 1);
-        p += 5;
-      } else return undefined;
-      if (p + length > end) return undefined;
-      const data = buf.subarray(p, (p += length));
-      events[i] = { sessionId: this.eventSession.value, seq, ts, type: this.type.value, data: { turnId: this.turn.value, stream: this.stream.value, data } };
+      if ((p = matches(buf, p, end, EVENT_HEAD)) === FAIL || (p = this.readEvent(buf, p, end, this.eventSession)) === FAIL) return undefined;
+      events[i] = this.event;
     }
     if (p !== end) return undefined;
     return { method: 'session/events', params: { sessionId, events } };
   }
 
-  /** An unsigned integer as msgpackr gives it (int64AsType 'auto': a number below 2^53; larger ones are left to it). */
-  private readUint(buf: Buffer, p: number, end: number): number {
-    if (p >= end) return FAIL;
-    const b = buf[p]!;
-    if (b <= 0x7f) {
-      this.uint = b;
-      return p + 1;
-    }
-    switch (b) {
-      case 0xcc:
-        if (p + 2 > end) return FAIL;
-        this.uint = buf[p + 1]!;
-        return p + 2;
-      case 0xcd:
-        if (p + 3 > end) return FAIL;
-        this.uint = buf.readUInt16BE(p + 1);
-        return p + 3;
-      case 0xce:
-        if (p + 5 > end) return FAIL;
-        this.uint = buf.readUInt32BE(p + 1);
-        return p + 5;
-      case 0xcf: {
-        if (p + 9 > end) return FAIL;
-        const hi = buf.readUInt32BE(p + 1);
-        if (hi >= 0x20_0000) return FAIL;
-        this.uint = hi * 0x1_0000_0000 + buf.readUInt32BE(p + 5);
-        return p + 9;
-      }
-      default:
-        return FAIL;
-    }
+  /** An event's map after its head (`{sessionId: `): the id, seq, ts, type, data, into `event`; its end, or FAIL. */
+  private readEvent(buf: Buffer, p: number, end: number, session: StringSlot): number {
+    const d = this.data;
+    if ((p = session.read(buf, p, end)) === FAIL) return FAIL;
+    if ((p = matches(buf, p, end, SEQ_KEY)) === FAIL || (p = d.readUint(buf, p, end)) === FAIL) return FAIL;
+    const seq = d.uint;
+    if ((p = matches(buf, p, end, TS_KEY)) === FAIL || (p = d.readUint(buf, p, end)) === FAIL) return FAIL;
+    const ts = d.uint;
+    if ((p = matches(buf, p, end, TYPE_KEY)) === FAIL || (p = this.type.read(buf, p, end)) === FAIL) return FAIL;
+    if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || (p = d.read(buf, p, end, 0)) === FAIL) return FAIL;
+    this.event = { sessionId: session.value, seq, ts, type: this.type.value, data: d.value };
+    return p;
   }
 }

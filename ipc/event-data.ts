@@ -5,15 +5,15 @@
 //
 // What it reads: maps of up to 15 entries (fixmap) nested at most MAX_DEPTH deep, whose keys are
 // short ASCII strings (fixstr, not "__proto__", which msgpackr renames); strings of any head
-// (fixstr, str8/16/32) whose bytes are well-formed UTF-8 (buffer.isUtf8: no lone surrogates'
-// encodings, no overlong or cut sequences — for those msgpackr's several decoders need not agree
-// with Buffer#toString, so they are left to it); integers of every width inside ±2^53 (msgpackr
+// (fixstr, str8/16/32) whose bytes are well-formed UTF-8 (no lone surrogates' encodings, no
+// overlong or cut sequences — for those msgpackr's several decoders need not agree with
+// Buffer#toString, so they are left to it: see string()); integers of every width inside ±2^53 (msgpackr
 // gives a bigint past 2^53); float64; nil; booleans; bin. Arrays, float32, ext, map16/32: FAIL.
 //
 // Short ASCII strings (keys, turn ids, `stream`, `status`, ...) repeat in every event of a turn:
 // they come from a small cache of the bytes last seen at each hash slot instead of being decoded
 // and allocated again (msgpackr does the same for keys only).
-import { isAscii, isUtf8 } from 'node:buffer';
+import { isAscii } from 'node:buffer';
 
 /** Where the cursor is after a failed step: every step returns it and the walk stops there. */
 export const FAIL = -1;
@@ -22,6 +22,16 @@ const MAX_DEPTH = 3;
 const SLOTS = 256;
 /** fixstr's longest. */
 const SLOT_BYTES = 31;
+
+/**
+ * Whether a[ap, ap + n) and b[bp, bp + n) hold the same bytes. One small function for every
+ * comparison of the fast path (heads, keys, ids), so V8 optimizes it within an observer's first
+ * frames: most of the rest runs only ~15 times an answer and stays in the interpreter.
+ */
+export function sameBytes(a: Buffer, ap: number, b: Buffer, bp: number, n: number): boolean {
+  for (let i = 0; i < n; i++) if (a[ap + i] !== b[bp + i]) return false;
+  return true;
+}
 
 export class DataReader {
   /** The value read last. */
@@ -161,10 +171,18 @@ export class DataReader {
 
   private string(buf: Buffer, start: number, stop: number): number {
     if (stop - start <= SLOT_BYTES && this.shortAscii(buf, start, stop) !== FAIL) return stop;
-    const bytes = buf.subarray(start, stop);
-    if (isAscii(bytes)) this.value = buf.toString('latin1', start, stop);
-    else if (isUtf8(bytes)) this.value = buf.toString('utf8', start, stop);
-    else return FAIL;
+    // ASCII (the common case) as latin1: a scan and a copy, as msgpackr's native extractor does
+    // (Node's UTF-8 decoder is several times slower on it). Otherwise Node's decoder, which replaces
+    // every ill-formed sequence with U+FFFD (as do msgpackr's decoders, but maybe not as many): a
+    // text without one came from well-formed UTF-8, which every decoder reads the same; a text with
+    // a real U+FFFD is left to msgpackr too.
+    if (isAscii(buf.subarray(start, stop))) {
+      this.value = buf.toString('latin1', start, stop);
+      return stop;
+    }
+    const s = buf.toString('utf8', start, stop);
+    if (s.indexOf('\ufffd') !== -1) return FAIL;
+    this.value = s;
     return stop;
   }
 
@@ -178,13 +196,9 @@ export class DataReader {
     const slot = (n * 7 + buf[start]! * 31 + buf[stop - 1]! * 3 + buf[start + (n >> 1)]!) & (SLOTS - 1);
     const cached = this.cacheBytes;
     const at = slot * SLOT_BYTES;
-    if (this.cacheLength[slot] === n) {
-      let i = 0;
-      while (i < n && buf[start + i] === cached[at + i]) i++;
-      if (i === n) {
-        this.value = this.cacheString[slot];
-        return stop;
-      }
+    if (this.cacheLength[slot] === n && sameBytes(buf, start, cached, at, n)) {
+      this.value = this.cacheString[slot];
+      return stop;
     }
     for (let i = start; i < stop; i++) if (buf[i]! > 0x7f) return FAIL;
     buf.copy(cached, at, start, stop);

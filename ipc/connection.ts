@@ -132,7 +132,8 @@ export class Connection {
     this.decoder = new FrameDecoder({
       maxPayloadBytes: opts.maxIncomingBytes,
       frameDeadlineMs: opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs,
-      onFrame: (payload) => this.handleFrame(payload),
+      onFrame: (payload) => this.handleFrame(payload, false),
+      onBorrowedFrame: (payload) => this.handleFrame(payload, true),
       onError: (err) => this.handleFramingError(err),
     });
     this.writer = new FrameWriter(socket, opts.maxOutgoingBytes, () => {
@@ -350,11 +351,16 @@ export class Connection {
 
   // ---- inbound ----
 
-  private handleFrame(payload: Buffer): void {
+  /** `borrowed`: the payload lies in the decoder's reused read buffer, valid only during this call (FrameDecoder.onBorrowedFrame). */
+  private handleFrame(payload: Buffer, borrowed: boolean): void {
     let value: unknown;
     try {
-      // A batch of output events (nearly every frame of a busy stream) by its known layout; anything else by msgpackr.
-      value = this.lenientDecode ? ((this.batches ??= new EventBatchDecoder()).decode(payload) ?? decodeFromTrustedPeer(payload)) : decode(payload);
+      // Event frames (nearly every frame of a busy stream) by their known layout, keeping no view of
+      // a borrowed payload; anything else by msgpackr, from a copy of a borrowed one (its bin values are views).
+      if (this.lenientDecode) {
+        value = (this.batches ??= new EventBatchDecoder()).decode(payload, borrowed);
+        if (value === undefined) value = decodeFromTrustedPeer(borrowed ? (payload = Buffer.from(payload)) : payload);
+      } else value = decode(borrowed ? (payload = Buffer.from(payload)) : payload);
     } catch (e) {
       // The framing is intact, so the connection survives one bad payload.
       this.sendError(null, e instanceof AstraError ? e : new AstraError('parse_error'));

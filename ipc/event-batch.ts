@@ -74,8 +74,12 @@ export class EventBatchDecoder {
   /** The event read last (readEvent). */
   private event: DecodedEvent | undefined;
 
-  /** The frame's value as msgpackr would give it, when it is such a frame; else undefined. */
-  decode(buf: Buffer): DecodedEventFrame | undefined {
+  /**
+   * The frame's value as msgpackr would give it, when it is such a frame; else undefined. With
+   * `copyBins` its bin values are copies, not views of `buf` (a buffer about to be reused).
+   */
+  decode(buf: Buffer, copyBins = false): DecodedEventFrame | undefined {
+    this.data.copyBins = copyBins;
     const end = buf.length;
     if (end <= SINGLE_HEAD.length) return undefined;
     if (buf[METHOD_AT] === SINGLE_HEAD[METHOD_AT]) {

@@ -38,6 +38,8 @@ export class DataReader {
   value: unknown = undefined;
   /** The unsigned integer read last (readUint). */
   uint = 0;
+  /** bin values as copies (Buffer.from) rather than views of the frame: the frame's buffer is about to be reused. */
+  copyBins = false;
   private readonly cacheBytes = Buffer.alloc(SLOTS * SLOT_BYTES);
   /** -1: an empty slot. */
   private readonly cacheLength = new Int8Array(SLOTS).fill(-1);
@@ -83,7 +85,7 @@ export class DataReader {
         const stop = start + n;
         if (stop > end) return FAIL;
         if (b >= 0xd9) return this.string(buf, start, stop);
-        this.value = buf.subarray(start, stop);
+        this.value = this.copyBins ? Buffer.from(buf.subarray(start, stop)) : buf.subarray(start, stop);
         return stop;
       }
       case 0xcb:

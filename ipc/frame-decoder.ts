@@ -1,6 +1,7 @@
 // bytes → frames. A state machine over the buffered chunks (after ws's receiver): read the 4-byte
 // header, check the length against the limit before buffering any payload, then hand out exactly
-// that many bytes — a view when they lie in one chunk, a copy only when they span chunks.
+// that many bytes — a view when they lie in one chunk, a copy only when they span chunks. With direct
+// reads, whole frames in the reused read buffer are lent to the caller without a copy (lend()).
 import { AstraError, FRAME_HEADER_BYTES, LIMITS } from '../protocol/index.js';
 
 export interface FrameDecoderOptions {
@@ -10,6 +11,13 @@ export interface FrameDecoderOptions {
   frameDeadlineMs?: number;
   /** Called synchronously with each payload, in order. Must not throw. */
   onFrame: (payload: Buffer) => void;
+  /**
+   * With direct reads: called instead of onFrame with a frame that lies whole in the reused read
+   * buffer. The payload is valid only during the call (the next read overwrites it): whatever is
+   * kept of it — the payload, a view into it — must be copied. Without it such frames are copied
+   * out of the read buffer first (with the rest of the read) and go to onFrame. Must not throw.
+   */
+  onBorrowedFrame?: (payload: Buffer) => void;
   /** Called once with frame_too_large or frame_timeout; decoding stops afterwards. */
   onError: (err: AstraError) => void;
 }
@@ -25,6 +33,7 @@ export class FrameDecoder {
   private readonly maxPayloadBytes: number;
   private readonly frameDeadlineMs: number;
   private readonly onFrame: (payload: Buffer) => void;
+  private readonly onBorrowedFrame: ((payload: Buffer) => void) | undefined;
   private readonly onError: (err: AstraError) => void;
 
   private chunks: Buffer[] = [];
@@ -45,6 +54,7 @@ export class FrameDecoder {
     this.maxPayloadBytes = opts.maxPayloadBytes;
     this.frameDeadlineMs = opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs;
     this.onFrame = opts.onFrame;
+    this.onBorrowedFrame = opts.onBorrowedFrame;
     this.onError = opts.onError;
   }
 
@@ -83,8 +93,10 @@ export class FrameDecoder {
   readDone(n: number, buf: Buffer): void {
     if (this.stopped || n <= 0) return;
     if (!this.direct) {
+      if (buf !== this.scratch) this.push(buf.subarray(0, n));
+      else if (this.onBorrowedFrame && this.buffered === 0 && this.state === State.Header) this.lend(buf, n);
       // The reused buffer is read into again next time: keep a copy of what came.
-      this.push(buf === this.scratch ? Buffer.from(buf.subarray(0, n)) : buf.subarray(0, n));
+      else this.push(Buffer.from(buf.subarray(0, n)));
       return;
     }
     this.buffered += n;
@@ -95,6 +107,27 @@ export class FrameDecoder {
       this.emitFrame(frame);
     }
     if (!this.stopped) this.watchPartialFrame();
+  }
+
+  /**
+   * A read into the reused buffer with nothing pending before it: its whole frames go to
+   * onBorrowedFrame straight from it, and only the rest (a frame begun) is copied — a chat
+   * observer's reads are mostly one or a few whole frames of text, decoded into strings.
+   */
+  private lend(buf: Buffer, n: number): void {
+    let p = 0;
+    while (!this.stopped && n - p >= FRAME_HEADER_BYTES) {
+      const length = buf.readUInt32BE(p);
+      // A frame over the limit or not whole: push() reports or buffers it.
+      if (length > this.maxPayloadBytes || n - p - FRAME_HEADER_BYTES < length) break;
+      const start = p + FRAME_HEADER_BYTES;
+      p = start + length;
+      this.completed++;
+      this.onBorrowedFrame!(buf.subarray(start, p));
+    }
+    if (this.stopped) return;
+    if (p < n) this.push(Buffer.from(buf.subarray(p, n)));
+    else this.watchPartialFrame();
   }
 
   push(chunk: Buffer): void {

@@ -1,6 +1,6 @@
 import { describe, it, expect, onTestFinished } from 'vitest';
 import type net from 'node:net';
-import { Connection, FrameDecoder, decode, encode, type ConnectionOptions } from '../../ipc/index.js';
+import { Connection, DirectReads, FrameDecoder, arrayHeader, decode, encode, packEventBody, sessionWire, type ConnectionOptions } from '../../ipc/index.js';
 import { AstraError, LIMITS, type WireError } from '../../protocol/index.js';
 import { Packr } from 'msgpackr';
 import { socketPair, waitFor } from './helpers.js';
@@ -51,6 +51,35 @@ async function rawPeer(serverOpts = SERVER_OPTS) {
 type ErrorReply = { id: unknown; error: WireError };
 
 describe('Connection', () => {
+  it('with direct reads, frames lent from the reused read buffer leave nothing behind that the next read overwrites: bin values of fast-path batches and of msgpackr frames survive', async () => {
+    const reads = new DirectReads();
+    const pair = await socketPair(reads.onread);
+    onTestFinished(() => pair.close());
+    const server = new Connection(pair.server, SERVER_OPTS);
+    const client = new Connection(pair.client, { ...CLIENT_OPTS, extensionScan: 'onError', directReads: reads });
+    const got: Array<{ method: string; params: unknown }> = [];
+    client.onNotification((method, params) => got.push({ method, params }));
+    const wire = sessionWire('ses_1');
+    const ROUNDS = 40;
+    for (let i = 0; i < ROUNDS; i++) {
+      // One round at a time, so each read begins at a frame (what lending needs) and the next overwrites the buffer.
+      // A batch of output the fast path decodes (its bin copied), a lone message.delta, and a frame msgpackr decodes (from a copy).
+      const body = packEventBody({ seq: i, ts: 1, type: 'command.output', data: { turnId: 't', stream: 'stdout', data: Buffer.alloc(100 + i, i & 0xff) } }) as Buffer;
+      server.sendParts([wire.batchHead, arrayHeader(1), wire.eventHead, Buffer.from(body.subarray(1))]);
+      const delta = packEventBody({ seq: i, ts: 1, type: 'message.delta', data: { turnId: 't', text: `text ${i} `.repeat(50) } }) as Buffer;
+      server.sendParts([wire.single, Buffer.from(delta.subarray(1))]);
+      server.notify('other', { n: i, bin: Buffer.alloc(50, (i + 1) & 0xff) });
+      await waitFor(`round ${i}'s notifications at the client`, () => got.length === 3 * (i + 1), 10_000);
+    }
+    for (let i = 0; i < ROUNDS; i++) {
+      const batch = got[3 * i]!.params as { events: Array<{ data: { data: Buffer } }> };
+      expect(Buffer.isBuffer(batch.events[0]!.data.data)).toBe(true);
+      expect(batch.events[0]!.data.data.equals(Buffer.alloc(100 + i, i & 0xff))).toBe(true);
+      expect((got[3 * i + 1]!.params as { data: { text: string } }).data.text).toBe(`text ${i} `.repeat(50));
+      expect((got[3 * i + 2]!.params as { bin: Buffer }).bin.equals(Buffer.alloc(50, (i + 1) & 0xff))).toBe(true);
+    }
+  });
+
   it('correlates responses with requests and passes params, trace and ids to the handler', async () => {
     const { server, client } = await connectedPair();
     const seen: unknown[] = [];

@@ -233,6 +233,100 @@ describe('FrameDecoder', () => {
     );
   });
 
+  it('with direct reads and onBorrowedFrame, lends whole frames of a read straight from the reused buffer and copies only a frame begun, in any read sizes', () => {
+    const big = fc.integer({ min: 64 * 1024, max: 200 * 1024 }).map((n) => ({ method: 'o', params: { data: Buffer.alloc(n, n & 0xff) } }));
+    fc.assert(
+      fc.property(fc.array(fc.oneof({ arbitrary: message, weight: 6 }, { arbitrary: big, weight: 1 }), { minLength: 1, maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 100 * 1024 }), { minLength: 1, maxLength: 30 }), (messages, sizes) => {
+        const wire = concat(messages.map((m) => encodeFrame(m, LIMITS.maxFrameBytes)));
+        const received: unknown[] = [];
+        let lent = 0;
+        let scratch: ArrayBufferLike | undefined;
+        const decoder = new FrameDecoder({
+          maxPayloadBytes: LIMITS.maxFrameBytes,
+          frameDeadlineMs: 0,
+          onFrame: (payload) => {
+            // Never the reused buffer: what goes to onFrame may be kept.
+            expect(payload.buffer).not.toBe(scratch);
+            received.push(decode(payload));
+          },
+          onBorrowedFrame: (payload) => {
+            expect(payload.buffer).toBe(scratch);
+            lent++;
+            // Kept past the call only as a copy (as Connection does).
+            received.push(decode(Buffer.from(payload)));
+          },
+          onError: (e) => {
+            throw e;
+          },
+        });
+        let at = 0;
+        let wholeReads = 0;
+        for (let i = 0; at < wire.length; i++) {
+          const target = decoder.readTarget();
+          const n = Math.min(target.length, wire.length - at, sizes[i % sizes.length]!);
+          // The reused read buffer (a large frame's rest goes to that frame's own buffer instead).
+          const isScratch = target.length === 64 * 1024 && target.byteOffset === 0 && target.buffer.byteLength === 64 * 1024;
+          if (isScratch) scratch = target.buffer;
+          wire.copy(target, 0, at, at + n);
+          const before = received.length;
+          decoder.readDone(n, target);
+          if (received.length > before && isScratch) wholeReads++;
+          // Junk in the reused buffer after the read: a lent frame used later would show it.
+          if (isScratch) target.fill(0xc1, 0, n);
+          at += n;
+        }
+        expect(digestBinary(received)).toEqual(digestBinary(messages));
+        expect(decoder.bufferedBytes).toBe(0);
+        if (sizes.every((s) => s >= 64 * 1024) && messages.every((m) => (m as { method?: string }).method !== 'o')) expect(lent).toBeGreaterThan(0);
+        expect(lent).toBeLessThanOrEqual(wholeReads * messages.length);
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('with onBorrowedFrame, lends the whole frames of a read from the reused buffer, and the frame begun at its end goes to onFrame as its own copy', () => {
+    const got: Array<[string, unknown, boolean]> = [];
+    let scratch: ArrayBufferLike | undefined;
+    const decoder = new FrameDecoder({
+      maxPayloadBytes: 1024,
+      onFrame: (p) => got.push(['frame', decode(p), p.buffer === scratch]),
+      onBorrowedFrame: (p) => got.push(['lent', decode(p), p.buffer === scratch]),
+      onError: () => {},
+    });
+    const frames = ['a', 'b', 'c', 'd'].map((method) => encodeFrame({ method }, 1024));
+    const wire = concat(frames);
+    const cut = wire.length - 3;
+    let target = decoder.readTarget();
+    scratch = target.buffer;
+    wire.copy(target, 0, 0, cut);
+    decoder.readDone(cut, target);
+    target.fill(0xc1, 0, cut);
+    target = decoder.readTarget();
+    expect(target.buffer).toBe(scratch);
+    wire.copy(target, 0, cut);
+    decoder.readDone(3, target);
+    expect(got).toEqual([
+      ['lent', { method: 'a' }, true],
+      ['lent', { method: 'b' }, true],
+      ['lent', { method: 'c' }, true],
+      ['frame', { method: 'd' }, false],
+    ]);
+    expect(decoder.bufferedBytes).toBe(0);
+  });
+
+  it('with onBorrowedFrame, a frame over the limit in a lent read still fails with frame_too_large, after the whole frames before it', () => {
+    const got: string[] = [];
+    const errors: string[] = [];
+    const decoder = new FrameDecoder({ maxPayloadBytes: 64, onFrame: () => got.push('frame'), onBorrowedFrame: () => got.push('lent'), onError: (e) => errors.push(e.reason) });
+    const target = decoder.readTarget();
+    const ok = encodeFrame({ method: 'a' }, 64);
+    ok.copy(target, 0);
+    target.writeUInt32BE(1000, ok.length);
+    decoder.readDone(ok.length + 10, target);
+    expect(got).toEqual(['lent']);
+    expect(errors).toEqual(['frame_too_large']);
+  });
+
   it('with direct reads, copies small reads out of the one reused read buffer, so frames outlive the next read', () => {
     const payloads: Buffer[] = [];
     const decoder = new FrameDecoder({ maxPayloadBytes: 1024, onFrame: (p) => payloads.push(p), onError: () => {} });

@@ -12,7 +12,8 @@ import { tempDir } from '../helpers/processes.js';
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** A connected pair of real Unix sockets; close() tears both down and removes the temp dir. */
-export async function socketPair(): Promise<{ client: net.Socket; server: net.Socket; close: () => Promise<void> }> {
+/** `onread`: the client socket reads into the buffers it chooses (ipc/direct-reads.ts), as the client library's does. */
+export async function socketPair(onread?: net.OnReadOpts): Promise<{ client: net.Socket; server: net.Socket; close: () => Promise<void> }> {
   const dir = tempDir();
   const socketPath = path.join(dir, 's.sock');
   const listener = net.createServer();
@@ -21,7 +22,7 @@ export async function socketPair(): Promise<{ client: net.Socket; server: net.So
     listener.once('error', reject);
     listener.listen(socketPath, resolve);
   });
-  const client = net.connect(socketPath);
+  const client = onread ? net.connect({ path: socketPath, onread }) : net.connect(socketPath);
   const server = await accepted;
   await new Promise<void>((resolve, reject) => {
     if (!client.connecting) resolve();

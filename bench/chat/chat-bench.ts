@@ -239,7 +239,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
             `server wrote it in ${a.wroteMs.toFixed(0)} ms to the daemon, ${d.wroteMs.toFixed(0)} ms to the direct reader; ` +
             `its end came ${a.lagMs.toFixed(1)} / ${d.lagMs.toFixed(1)} ms after the last byte; ${a.deltas} message.delta events; ` +
             `the engine's reader ${e.tps.toFixed(0)} tokens/s (${engineRatios[r]!.toFixed(2)}×, server ${e.wroteMs.toFixed(0)} ms); ` +
-            `CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(0) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
+            `CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(1) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
         );
       }
       const observerTokensPerSec = observers.map((_, i) => median(observerRounds.map((round) => round[i]!)));
@@ -252,7 +252,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
           ` (round 1, every process cold: ${ratios[0]!.toFixed(2)}×${warm.length ? `; the warm rounds' median ${median(warm).toFixed(2)}×` : ''})`,
       );
       log(
-        `  chat long answer, CPU per round (median): daemon ${median(cpu.daemon).toFixed(0)} ms, an observer ${cpu.observer.length ? median(cpu.observer).toFixed(0) : '—'} ms, ` +
+        `  chat long answer, CPU per round (median): daemon ${median(cpu.daemon).toFixed(0)} ms, an observer ${cpu.observer.length ? median(cpu.observer).toFixed(1) : '—'} ms, ` +
           `direct reader ${median(cpu.direct).toFixed(0)} ms (${(median(cpu.daemon) / median(cpu.direct)).toFixed(2)}× the direct reader's in the daemon)`,
       );
       log(

@@ -123,8 +123,9 @@ describe('the scan of the learned chunk shape (sse-events.ts)', () => {
       ),
       { numRuns: 4000 },
     );
-    // The property says nothing if the scan never took an event.
-    expect(scannedRuns).toBeGreaterThan(1000);
+    // The property says nothing if the scan never took an event: in about a quarter of the runs it
+    // does (≈ 1,000 of 4,000, varying with the random streams), so well over 600 must.
+    expect(scannedRuns, `the scan took events in ${scannedRuns} of 4000 runs`).toBeGreaterThan(600);
   });
 
   it('takes the events of the shape itself, across a cut event, a comment and a CRLF stream, and leaves the rest to the parser', () => {

@@ -22,6 +22,8 @@ const SEQ_KEY = fixstr('seq');
 const TS_KEY = fixstr('ts');
 const TYPE_KEY = fixstr('type');
 const DATA_KEY = fixstr('data');
+const TURN_KEY = fixstr('turnId');
+const STREAM_KEY = fixstr('stream');
 /** The two heads agree up to this byte: the method's fixstr length (0xad 'session/event', 0xae 'session/events'). */
 const METHOD_AT = 8;
 
@@ -71,6 +73,8 @@ export class EventBatchDecoder {
   private readonly eventSession = new StringSlot();
   private readonly type = new StringSlot();
   private readonly data = new DataReader();
+  private readonly turn = new StringSlot();
+  private readonly stream = new StringSlot();
   /** The event read last (readEvent). */
   private event: DecodedEvent | undefined;
 
@@ -123,8 +127,41 @@ export class EventBatchDecoder {
     if ((p = matches(buf, p, end, TS_KEY)) === FAIL || (p = d.readUint(buf, p, end)) === FAIL) return FAIL;
     const ts = d.uint;
     if ((p = matches(buf, p, end, TYPE_KEY)) === FAIL || (p = this.type.read(buf, p, end)) === FAIL) return FAIL;
-    if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || (p = d.read(buf, p, end, 0)) === FAIL) return FAIL;
-    this.event = { sessionId: session.value, seq, ts, type: this.type.value, data: d.value };
+    if ((p = matches(buf, p, end, DATA_KEY)) === FAIL) return FAIL;
+    const type = this.type.value;
+    // Output, most of any stream, by its exact layout first ({turnId, stream, data: bin}): a third
+    // cheaper than the general reader; anything else about it goes to the general reader.
+    const q = type === 'command.output' ? this.readOutput(buf, p, end) : FAIL;
+    if (q !== FAIL) p = q;
+    else if ((p = d.read(buf, p, end, 0)) === FAIL) return FAIL;
+    this.event = { sessionId: session.value, seq, ts, type, data: q !== FAIL ? this.output : d.value };
     return p;
+  }
+
+  /** The output read last (readOutput). */
+  private output: { turnId: string; stream: string; data: Buffer } | undefined;
+
+  /** command.output's data {turnId, stream, data: bin} at `p`, into `output`; its end, or FAIL. */
+  private readOutput(buf: Buffer, p: number, end: number): number {
+    if (buf[p] !== 0x83) return FAIL;
+    if ((p = matches(buf, p + 1, end, TURN_KEY)) === FAIL || (p = this.turn.read(buf, p, end)) === FAIL) return FAIL;
+    if ((p = matches(buf, p, end, STREAM_KEY)) === FAIL || (p = this.stream.read(buf, p, end)) === FAIL) return FAIL;
+    if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || p >= end) return FAIL;
+    let length: number;
+    const b = buf[p]!;
+    if (b === 0xc4 && p + 2 <= end) {
+      length = buf[p + 1]!;
+      p += 2;
+    } else if (b === 0xc5 && p + 3 <= end) {
+      length = buf.readUInt16BE(p + 1);
+      p += 3;
+    } else if (b === 0xc6 && p + 5 <= end) {
+      length = buf.readUInt32BE(p + 1);
+      p += 5;
+    } else return FAIL;
+    if (p + length > end) return FAIL;
+    const view = buf.subarray(p, p + length);
+    this.output = { turnId: this.turn.value, stream: this.stream.value, data: this.data.copyBins ? Buffer.from(view) : view };
+    return p + length;
   }
 }

@@ -146,22 +146,10 @@ export class EventBatchDecoder {
     if (buf[p] !== 0x83) return FAIL;
     if ((p = matches(buf, p + 1, end, TURN_KEY)) === FAIL || (p = this.turn.read(buf, p, end)) === FAIL) return FAIL;
     if ((p = matches(buf, p, end, STREAM_KEY)) === FAIL || (p = this.stream.read(buf, p, end)) === FAIL) return FAIL;
-    if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || p >= end) return FAIL;
-    let length: number;
-    const b = buf[p]!;
-    if (b === 0xc4 && p + 2 <= end) {
-      length = buf[p + 1]!;
-      p += 2;
-    } else if (b === 0xc5 && p + 3 <= end) {
-      length = buf.readUInt16BE(p + 1);
-      p += 3;
-    } else if (b === 0xc6 && p + 5 <= end) {
-      length = buf.readUInt32BE(p + 1);
-      p += 5;
-    } else return FAIL;
-    if (p + length > end) return FAIL;
-    const view = buf.subarray(p, p + length);
-    this.output = { turnId: this.turn.value, stream: this.stream.value, data: this.data.copyBins ? Buffer.from(view) : view };
-    return p + length;
+    // The output itself: a bin, by the general reader (a view of `buf`, or a copy with copyBins).
+    const d = this.data;
+    if ((p = matches(buf, p, end, DATA_KEY)) === FAIL || p >= end || buf[p]! < 0xc4 || buf[p]! > 0xc6 || (p = d.read(buf, p, end, 1)) === FAIL) return FAIL;
+    this.output = { turnId: this.turn.value, stream: this.stream.value, data: d.value as Buffer };
+    return p;
   }
 }

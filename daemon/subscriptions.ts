@@ -284,7 +284,10 @@ export class SubscriptionHub {
     }
     if (sub.deltaChars) countText(sub.deltaChars, event);
     if (!sub.batch || (queued === 0 && sub.pendingEvents === 0)) {
-      // Not behind (or not batching): this event goes alone, now.
+      // Not behind (or not batching): this event goes alone, now. The batch flush is queued before
+      // the connection's own write (both microtasks): events after it in this tick, batched, then go
+      // in the same write instead of a second one (a chat answer's last delta and its completion).
+      if (sub.batch) this.scheduleFlushAll();
       conn.sendParts(extra ? [sub.wire.single, tail, extra] : [sub.wire.single, tail]);
       return;
     }
@@ -295,11 +298,14 @@ export class SubscriptionHub {
     if (sub.pendingBytes >= BATCH_MAX_BYTES) this.flushPending(sub);
     else if (sub.pendingEvents === 1) {
       this.withPending.add(sub);
-      if (!this.batchFlushScheduled) {
-        this.batchFlushScheduled = true;
-        queueMicrotask(this.flushAllBound);
-      }
+      this.scheduleFlushAll();
     }
+  }
+
+  private scheduleFlushAll(): void {
+    if (this.batchFlushScheduled) return;
+    this.batchFlushScheduled = true;
+    queueMicrotask(this.flushAllBound);
   }
 
   /**

@@ -27,9 +27,10 @@
 // Text sent once (session/subscribe textFromDeltas): a subscription that asked for it gets a live
 // message.completed with an empty text and `textFromDeltas: true` when the runtime found its text to
 // be exactly what the turn streamed (StoredEvent.textStreamed) and this subscription delivered all of
-// that as message.delta events — counted per turn from its turn.started, so a stream that began
-// mid-turn, or a backlog read back from the journal, gets the text whole. The compact body is encoded
-// once per event for every such subscriber.
+// that as live message.delta events — counted per turn from a live turn.started, so a stream that
+// began mid-turn, or whose turn came partly read back (the backlog, a pause), gets the text whole;
+// read-back events are never decoded for it. The compact body is encoded once per event for every
+// such subscriber.
 //
 // Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
 // (the subscription still runs, so session/replayed and session/lagged still come unless muted
@@ -391,9 +392,18 @@ export class SubscriptionHub {
   }
 }
 
-/** What an event just delivered to a textFromDeltas subscription does to its per-turn count of delta text. */
+/**
+ * What an event just delivered to a textFromDeltas subscription does to its per-turn count of delta
+ * text. Only live events are counted: one read back (a backlog, or a paused subscriber fed again)
+ * is not decoded for this, and any message or turn event among them stops the counts (one turn runs
+ * at a time), so that turn's messages come whole and the next live turn.started starts again.
+ */
 function countText(counts: Map<string, number>, event: StoredEvent): void {
   const type = event.type;
+  if (!event.isLive) {
+    if (counts.size > 0 && (type === 'message.delta' || type === 'message.completed' || type === 'turn.started' || type === 'turn.completed')) counts.clear();
+    return;
+  }
   if (type === 'turn.started') {
     const turnId = (event.event.data as TextEventData).turnId;
     if (typeof turnId === 'string') counts.set(turnId, 0);

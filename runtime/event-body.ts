@@ -75,6 +75,11 @@ export class StoredEvent {
     return (this.tailView ??= this.buf.subarray(this.start + 1, this.end));
   }
 
+  /** Made by the append path (StoredEvent.live), not read back: its data is at hand without decoding. */
+  get isLive(): boolean {
+    return this.liveType !== undefined;
+  }
+
   get bodyLength(): number {
     return this.end - this.start + (this.extra ? this.extra.length : 0);
   }

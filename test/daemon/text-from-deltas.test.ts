@@ -114,6 +114,31 @@ describe('session/subscribe textFromDeltas', () => {
     expect(midCompleted).toEqual([stored[2]!.completed]);
   });
 
+  it('a subscriber whose backlog held the turn\'s start and first delta, then live, gets that turn\'s message whole', async () => {
+    // held-answer: a first delta, a pause, a second one, then the server waits for /__release.
+    const server = await startModelServerProcess(['held-answer'], children);
+    const { driver } = await startChatDaemon(server.baseUrl, {}, homes, drivers);
+    const [ctl, live] = await Promise.all([driver('controller'), driver('live')]);
+    const { session } = await ctl.call('session/create', { engine: 'chat', approvalPolicy: 'auto', engineOptions: { model: 'llama3.1' } });
+    const sessionId = session.id as string;
+    await live.call('session/subscribe', { sessionId, sinceSeq: 0, textFromDeltas: true });
+    const lease = await ctl.call('lease/acquire', { sessionId });
+    const { turnId } = await ctl.call('turn/start', { sessionId, epoch: lease.epoch, input: { text: 'hold on' }, idempotencyKey: 'k' });
+    await live.next((l) => l.note === 'session/event' && l.params.type === 'message.delta' && /answer/.test(l.params.data.text), 20_000);
+    // Joins now: its backlog (read back) has turn.started and the deltas so far; the rest comes live.
+    const late = await driver('late');
+    await late.call('session/subscribe', { sessionId, sinceSeq: 0, textFromDeltas: true });
+    await replayed(late);
+    await fetch(server.baseUrl.replace(/\/v1$/, '/__release'), { method: 'POST' });
+    await turnEnd(live, turnId);
+    await turnEnd(late, turnId);
+    const completedOf = (d: Driver) => d.events(sessionId).filter((e) => e.type === 'message.completed');
+    const text = 'Partial answer never seen.';
+    expect(completedOf(live).map((e) => e.data)).toEqual([{ turnId, text: '', finishReason: 'stop', textFromDeltas: true }]);
+    expect(messages(live.events(sessionId))[0]!.streamed).toBe(text);
+    expect(completedOf(late).map((e) => e.data)).toEqual([{ turnId, text, finishReason: 'stop' }]);
+  });
+
   it('a message.completed whose text is not what its deltas streamed comes whole, even when the lengths agree', async () => {
     // An embedded engine: it streams "abcd" and completes with "wxyz", then streams and completes "same".
     const engine: Engine = {

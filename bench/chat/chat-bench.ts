@@ -11,7 +11,9 @@
 //     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer
 //     (fetch + JSON.parse per chunk: the target's reference), and, for information, vs. a reader using
 //     the engine's own HTTP client and SSE scan without the daemon (streamChatCompletion);
-//     BENCH_CHAT_LONG_ROUNDS rounds (default 15), the three in turn, medians reported.
+//     BENCH_CHAT_LONG_ROUNDS rounds (default 15), the three in turn, medians reported. Every reader
+//     sends the request the daemon sends in that round (the session's conversation so far: the
+//     earlier answers, megabytes by the last round), checked by its size at the server.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -189,8 +191,11 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
       const cpu = { daemon: [] as number[], observer: [] as number[], direct: [] as number[] };
       const observerRounds: number[][] = [];
       const ratios: number[] = [];
+      // Each reader's request is the daemon's of the same round: the conversation so far (r answers).
+      const bodies = async () => (await (await fetch(baseUrl.replace(/\/v1$/, '/__bodies'))).json()) as number[];
+      let round = 0;
       const directRound = async (reader = directReader) => {
-        reader.send('go');
+        reader.send(`go ${round}`);
         const d = (await reader.next()) as { endMs: number; tokens: number; cpuMs: number };
         const [first] = await firstBytes();
         const [last] = await lastBytes();
@@ -213,6 +218,8 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
       const engineRounds: number[] = [];
       const engineRatios: number[] = [];
       for (let r = 0; r < LONG_ROUNDS; r++) {
+        round = r;
+        await bodies();
         let d, a, e;
         // The observers' round between the two references', which swap sides each round.
         if (r % 2 === 0) {
@@ -224,6 +231,9 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
           a = await astraRound();
           d = await directRound();
         }
+        const sizes = await bodies();
+        if (sizes.length !== 3 || Math.max(...sizes) > 1.01 * Math.min(...sizes))
+          throw new Error(`bench chat: the three readers of round ${r + 1} sent requests of ${sizes.join(', ')} bytes; they must send the same conversation`);
         engineRounds.push(e.tps);
         engineRatios.push(Math.min(...a.tps) / e.tps);
         directRounds.push(d.tps);
@@ -239,7 +249,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
             `server wrote it in ${a.wroteMs.toFixed(0)} ms to the daemon, ${d.wroteMs.toFixed(0)} ms to the direct reader; ` +
             `its end came ${a.lagMs.toFixed(1)} / ${d.lagMs.toFixed(1)} ms after the last byte; ${a.deltas} message.delta events; ` +
             `the engine's reader ${e.tps.toFixed(0)} tokens/s (${engineRatios[r]!.toFixed(2)}×, server ${e.wroteMs.toFixed(0)} ms); ` +
-            `CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(1) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
+            `requests of ${Math.round(Math.max(...sizes) / 1000)} kB; CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(1) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
         );
       }
       const observerTokensPerSec = observers.map((_, i) => median(observerRounds.map((round) => round[i]!)));

@@ -3,7 +3,9 @@
 //   astra-first <home> <n> <warmup>           the same through a chat session: ms to the first message.delta
 //   direct-tool <baseUrl> <n>                 n tool round trips without Astra: the call read, `sh -c true` run, the next request sent
 //   astra-tool <home> <n>                     n chat turns whose model calls shell `true` (auto-approved), then answers
-//   direct-stream <baseUrl> <tokens> <n>      n long answers read straight from the server, one per stdin line: each one's end, tokens seen
+//   direct-stream <baseUrl> <tokens> <n>      n long answers read straight from the server, one per stdin line `go K`
+//                                             (K: the long answers before it in the observers' session, so the
+//                                             request is the one the daemon sends): each one's end, tokens seen
 //   engine-stream <baseUrl> <tokens> <n>      the same as direct-stream, read with the chat engine's own reader
 //                                             (streamChatCompletion: Astra's HTTP client and SSE scan, no daemon)
 //   astra-observe <home> <sessionId> <seq> <n>  an observer of a chat session: per answer (n of them), its end and tokens seen
@@ -11,21 +13,43 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
-import { streamChatCompletion } from '../../runtime/chat/model-stream.js';
+import type { ChatMessage } from '../../runtime/chat/messages.js';
+import { chatRequestBody, streamChatCompletion } from '../../runtime/chat/model-stream.js';
+import { buildTranscript, type RecordedEvent } from '../../runtime/chat/transcript.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
 import { TOKEN } from './model-gen.js';
 
-const request = (baseUrl: string, text: string) =>
+/** A short question as a bare request; a conversation as the chat engine sends it (its system prompt, tools, options). */
+const request = (baseUrl: string, ask: string | ChatMessage[]) =>
   fetch(`${baseUrl}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'bench', stream: true, messages: [{ role: 'user', content: text }] }),
+    body: JSON.stringify(typeof ask === 'string' ? { model: 'bench', stream: true, messages: [{ role: 'user', content: ask }] } : chatRequestBody('bench', ask)),
   });
 
+/**
+ * The conversation the daemon's engine sends for the long answer that follows `earlier` long answers
+ * in its session: built from the same events by the engine's own transcript code, so a direct reader
+ * sends the same request and the server does the same work for it (parsing megabytes of history
+ * slows the server's next stream by several per cent: a reader sending one line would be faster for
+ * reasons that are not Astra's).
+ */
+function longConversation(earlier: number, tokens: number): ChatMessage[] {
+  const ask: RecordedEvent = { type: 'message.user', data: { text: `tokens=${tokens}` } };
+  const answer: RecordedEvent[] = [
+    { type: 'message.completed', data: { text: TOKEN.repeat(tokens), finishReason: 'stop' } },
+    { type: 'turn.completed', data: { status: 'completed' } },
+  ];
+  const events: RecordedEvent[] = [];
+  for (let i = 0; i < earlier; i++) events.push(ask, ...answer);
+  events.push(ask);
+  return buildTranscript(events);
+}
+
 /** Reads one streamed answer; `onContent(chars)` once per chunk read that carried content. */
-async function readSse(baseUrl: string, text: string, onContent: (chars: number) => void): Promise<void> {
-  const res = await request(baseUrl, text);
+async function readSse(baseUrl: string, ask: string | ChatMessage[], onContent: (chars: number) => void): Promise<void> {
+  const res = await request(baseUrl, ask);
   if (!res.ok || !res.body) throw new Error(`the bench model server answered ${res.status}`);
   const decoder = new TextDecoder();
   let buf = '';
@@ -55,6 +79,9 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
+
+/** An observer reports an answer's end this long after it (see astra-observe). */
+const REPORT_DELAY_MS = 20;
 
 const connect = (home: string, name: string) => AstraClient.connect({ clientName: name, home, autoStart: false, reconnect: false });
 
@@ -157,22 +184,23 @@ async function main([role, ...args]: string[]): Promise<void> {
       // with the engine's own reader (its HTTP client and SSE scan): the reference without the
       // daemon's fan-out.
       const [baseUrl, tokens, rounds] = [args[0]!, Number(args[1]), Number(args[2] ?? 1)];
-      const text = `tokens=${tokens}`;
       const read =
         role === 'direct-stream'
-          ? (onContent: (chars: number) => void) => readSse(baseUrl, text, onContent)
-          : async (onContent: (chars: number) => void) => {
+          ? (messages: ChatMessage[], onContent: (chars: number) => void) => readSse(baseUrl, messages, onContent)
+          : async (messages: ChatMessage[], onContent: (chars: number) => void) => {
               const signal = new AbortController().signal;
-              const stream = streamChatCompletion({ baseUrl, model: 'bench', messages: [{ role: 'user', content: text }], signal, stallMs: 30_000, maxRetryAfterMs: 0, maxAttempts: 1 });
+              const stream = streamChatCompletion({ baseUrl, model: 'bench', messages, signal, stallMs: 30_000, maxRetryAfterMs: 0, maxAttempts: 1 });
               for await (const part of stream) if (part.type === 'text') onContent(part.text.length);
             };
       const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
       tell({ ready: true });
       for (let r = 0; r < rounds; r++) {
-        if ((await lines.next()).done) return;
+        const line = await lines.next();
+        if (line.done) return;
+        const messages = longConversation(Number(/^go (\d+)$/.exec(line.value)?.[1] ?? 0), tokens);
         let chars = 0;
         const cpu0 = cpuMs();
-        await read((c) => (chars += c));
+        await read(messages, (c) => (chars += c));
         tell({ endMs: wallMs(), tokens: chars / TOKEN.length, cpuMs: cpuMs() - cpu0 });
       }
       return;
@@ -192,10 +220,16 @@ async function main([role, ...args]: string[]): Promise<void> {
             chars += (ev.data as { text: string }).text.length;
             deltas++;
           } else if (ev.type === 'message.completed') {
-            tell({ endMs: wallMs(), tokens: chars / TOKEN.length, deltas, cpuMs: cpuMs() });
+            // Told a little later: a report at once (a pipe write that wakes the bench) would take
+            // CPU from the observers still receiving this answer's end, which is what is measured.
+            const end = { endMs: wallMs(), tokens: chars / TOKEN.length, deltas, cpuMs: cpuMs() };
+            const last = ++answers === rounds;
+            setTimeout(() => {
+              tell(end);
+              if (last) resolveDone();
+            }, REPORT_DELAY_MS);
             chars = 0;
             deltas = 0;
-            if (++answers === rounds) resolveDone();
           }
         },
       });

@@ -5,7 +5,9 @@
 // the wall time of each answer's first body byte (the first token's write), so a reader in another
 // process can measure from it: GET /__firstbytes returns them in request order and clears them;
 // GET /__lastbytes does the same for the times each answer's last byte was handed to the socket,
-// GET /__requests for the times each request's body had arrived. A last user message with the word
+// GET /__requests for the times each request's body had arrived, GET /__bodies for the byte length
+// of each model request's body (so a bench can check its readers sent the same request). A last user
+// message with the word
 // `tool` (and no tool result after it) is answered with a call of the shell tool running `true`.
 //   node dist/bench/chat/model-gen.js   → prints {"port","baseUrl","pid"} as one line
 import * as http from 'node:http';
@@ -59,6 +61,8 @@ export function serve(): Promise<http.Server> {
   let lastBytes: number[] = [];
   // When each model request's body had arrived (for the tool round trip: the request after a tool call).
   let requestTimes: number[] = [];
+  // Each model request's body length, in order.
+  let bodyBytes: number[] = [];
   let toolCalls = 0;
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -69,6 +73,13 @@ export function serve(): Promise<http.Server> {
         requestTimes = [];
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(times));
+        return;
+      }
+      if (req.url === '/__bodies') {
+        const sizes = bodyBytes;
+        bodyBytes = [];
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(sizes));
         return;
       }
       if (req.url === '/__firstbytes' || req.url === '/__lastbytes') {
@@ -85,8 +96,10 @@ export function serve(): Promise<http.Server> {
         return;
       }
       let body: unknown;
+      const bytes = Buffer.concat(parts);
+      bodyBytes.push(bytes.length);
       try {
-        body = JSON.parse(Buffer.concat(parts).toString('utf8'));
+        body = JSON.parse(bytes.toString('utf8'));
       } catch {
         body = undefined;
       }

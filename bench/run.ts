@@ -619,6 +619,7 @@ async function main(): Promise<void> {
       jf('chat.slowestObserverTokensPerSec', `chat: ${LONG_TOKENS.toLocaleString('en-US')}-token answer to ${CHAT_OBSERVERS} observers, slowest, median of ${LONG_ROUNDS} rounds (bare: direct reader; target on the median per-round ratio)`, 'tokens/s', 'higher', chat.slowestTokensPerSec, chat.directTokensPerSec, '≥ 0.9× bare', chat.medianRatio >= 0.9),
       jf('chat.medianObserverTokensPerSec', 'chat: the same, median observer', 'tokens/s', 'higher', median(chat.observerTokensPerSec), chat.directTokensPerSec, '', true),
       jf('chat.slowestObserverVsEngineReader', `chat: the same slowest observer beside the engine's own reader without the daemon (bare: streamChatCompletion reading the answer; median per-round ratio ${chat.engineMedianRatio.toFixed(2)}×)`, 'tokens/s', 'higher', chat.slowestTokensPerSec, chat.engineTokensPerSec, '', true),
+      jf('chat.slowestObserverVsRelay', `chat: the same slowest observer beside the floor, the engine with a bare fan-out in place of the daemon (bare: the slowest of its ${CHAT_OBSERVERS} reader processes; median per-round ratio ${chat.astraVsRelayMedianRatio.toFixed(2)}×, the floor's own to the direct reader ${chat.relayMedianRatio.toFixed(2)}×)`, 'tokens/s', 'higher', chat.slowestTokensPerSec, chat.relayTokensPerSec, '', true),
       jf('chat.cpuMsPerAnswer', 'chat: CPU the daemon spends on one 50,000-token answer, 16 observers (bare: the direct reader\'s)', 'ms', 'lower', chat.daemonCpuMsPerAnswer, chat.directCpuMsPerAnswer, '', true),
     );
   }

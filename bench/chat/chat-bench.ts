@@ -10,7 +10,9 @@
 //   long answer: 16 observer processes of one session receiving a 50,000-token answer (one token per
 //     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer
 //     (fetch + JSON.parse per chunk: the target's reference), and, for information, vs. a reader using
-//     the engine's own HTTP client and SSE scan without the daemon (streamChatCompletion);
+//     the engine's own HTTP client and SSE scan without the daemon (streamChatCompletion), and vs.
+//     the floor: the engine with a bare fan-out to 16 reader processes in place of the daemon
+//     (relay.ts);
 //     BENCH_CHAT_LONG_ROUNDS rounds (default 15), the three in turn, medians reported. Every reader
 //     sends the request the daemon sends in that round (the session's conversation so far: the
 //     earlier answers, megabytes by the last round), checked by its size at the server.
@@ -120,6 +122,11 @@ export interface ChatFigures {
   /** The engine's own reader without the daemon (streamChatCompletion), median over the rounds; and the slowest observer's ratio to it, per round, median. */
   engineTokensPerSec: number;
   engineMedianRatio: number;
+  /** The bare relay's slowest reader over the direct reader, per round, median (the floor); and the daemon's slowest observer over the relay's slowest reader. */
+  relayMedianRatio: number;
+  /** The relay's slowest reader, median over the rounds. */
+  relayTokensPerSec: number;
+  astraVsRelayMedianRatio: number;
   /** CPU time the daemon spent on one long answer (median over rounds), and the direct reader. */
   daemonCpuMsPerAnswer: number;
   directCpuMsPerAnswer: number;
@@ -183,6 +190,12 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
       await directReader.next(30_000);
       const engineReader = run('chat-worker.js', ['engine-stream', baseUrl, String(LONG_TOKENS), String(LONG_ROUNDS)]);
       await engineReader.next(30_000);
+      const relaySocket = path.join(daemon.home, 'relay.sock');
+      const relay = run('relay.js', ['relay', baseUrl, String(LONG_TOKENS), relaySocket, String(CHAT_OBSERVERS)]);
+      await relay.next(30_000);
+      const relayReaders = Array.from({ length: CHAT_OBSERVERS }, () => run('relay.js', ['relay-reader', relaySocket]));
+      for (const r of relayReaders) await r.next(30_000);
+      await relay.next(30_000);
       await firstBytes();
       await lastBytes();
       const directRounds: number[] = [];
@@ -215,25 +228,42 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
         const slowestEnd = Math.max(...ends.map((e) => e.endMs));
         return { tps: ends.map((e) => LONG_TOKENS / ((e.endMs - first!) / 1000)), wroteMs: last! - first!, lagMs: slowestEnd - last!, deltas: ends[0]!.deltas, daemonCpuMs, observerCpuMs };
       };
+      const relayRound = async () => {
+        relay.send(`go ${round}`);
+        const ends = (await Promise.all(relayReaders.map((o) => o.next()))) as { endMs: number; tokens: number }[];
+        await relay.next();
+        const [first] = await firstBytes();
+        await lastBytes();
+        for (const e of ends) if (e.tokens !== LONG_TOKENS) throw new Error(`bench chat: a relay reader saw ${e.tokens} of ${LONG_TOKENS} tokens`);
+        return { tps: LONG_TOKENS / ((Math.max(...ends.map((e) => e.endMs)) - first!) / 1000) };
+      };
       const engineRounds: number[] = [];
       const engineRatios: number[] = [];
+      const relayRounds: number[] = [];
+      const relayRatios: number[] = [];
+      const astraVsRelay: number[] = [];
       for (let r = 0; r < LONG_ROUNDS; r++) {
         round = r;
         await bodies();
-        let d, a, e;
-        // The observers' round between the two references', which swap sides each round.
+        let d, a, e, f;
+        // The observers' and the relay's rounds between the two references', which swap sides each round.
         if (r % 2 === 0) {
           d = await directRound();
           a = await astraRound();
+          f = await relayRound();
           e = await directRound(engineReader);
         } else {
           e = await directRound(engineReader);
+          f = await relayRound();
           a = await astraRound();
           d = await directRound();
         }
         const sizes = await bodies();
-        if (sizes.length !== 3 || Math.max(...sizes) > 1.01 * Math.min(...sizes))
-          throw new Error(`bench chat: the three readers of round ${r + 1} sent requests of ${sizes.join(', ')} bytes; they must send the same conversation`);
+        if (sizes.length !== 4 || Math.max(...sizes) > 1.01 * Math.min(...sizes))
+          throw new Error(`bench chat: the four readers of round ${r + 1} sent requests of ${sizes.join(', ')} bytes; they must send the same conversation`);
+        relayRounds.push(f.tps);
+        relayRatios.push(f.tps / d.tps);
+        astraVsRelay.push(Math.min(...a.tps) / f.tps);
         engineRounds.push(e.tps);
         engineRatios.push(Math.min(...a.tps) / e.tps);
         directRounds.push(d.tps);
@@ -249,6 +279,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
             `server wrote it in ${a.wroteMs.toFixed(0)} ms to the daemon, ${d.wroteMs.toFixed(0)} ms to the direct reader; ` +
             `its end came ${a.lagMs.toFixed(1)} / ${d.lagMs.toFixed(1)} ms after the last byte; ${a.deltas} message.delta events; ` +
             `the engine's reader ${e.tps.toFixed(0)} tokens/s (${engineRatios[r]!.toFixed(2)}×, server ${e.wroteMs.toFixed(0)} ms); ` +
+            `the relay's slowest reader ${f.tps.toFixed(0)} tokens/s (${relayRatios[r]!.toFixed(2)}× the direct reader); ` +
             `requests of ${Math.round(Math.max(...sizes) / 1000)} kB; CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(1) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
         );
       }
@@ -268,8 +299,12 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
       log(
         `  chat long answer beside the engine's own reader without the daemon: ${median(engineRounds).toFixed(0)} tokens/s; slowest observer / it per round, median ${median(engineRatios).toFixed(2)}×`,
       );
+      log(
+        `  chat long answer through the bare relay (the engine, no daemon) to ${CHAT_OBSERVERS} reader processes: slowest/direct per round, median ${median(relayRatios).toFixed(2)}×; ` +
+          `the daemon's slowest observer / the relay's slowest reader, median ${median(astraVsRelay).toFixed(2)}×`,
+      );
       const slowestTokensPerSec = median(observerRounds.map((round) => Math.min(...round)));
-      return { engineTokensPerSec: median(engineRounds), engineMedianRatio: median(engineRatios), toolP50ms: astraTool.p50, toolP99ms: astraTool.p99, directToolP50ms: directTool.p50, directToolP99ms: directTool.p99, slowestTokensPerSec, medianRatio: median(ratios), daemonCpuMsPerAnswer: median(cpu.daemon), directCpuMsPerAnswer: median(cpu.direct), firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
+      return { relayTokensPerSec: median(relayRounds), relayMedianRatio: median(relayRatios), astraVsRelayMedianRatio: median(astraVsRelay), engineTokensPerSec: median(engineRounds), engineMedianRatio: median(engineRatios), toolP50ms: astraTool.p50, toolP99ms: astraTool.p99, directToolP50ms: directTool.p50, directToolP99ms: directTool.p99, slowestTokensPerSec, medianRatio: median(ratios), daemonCpuMsPerAnswer: median(cpu.daemon), directCpuMsPerAnswer: median(cpu.direct), firstP50ms: astra.p50, firstP99ms: astra.p99, directFirstP50ms: direct.p50, directFirstP99ms: direct.p99, observerTokensPerSec, directTokensPerSec, roundRatios: ratios };
     } finally {
       await client.close();
     }

@@ -15,9 +15,9 @@ import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
 import type { ChatMessage } from '../../runtime/chat/messages.js';
 import { chatRequestBody, streamChatCompletion } from '../../runtime/chat/model-stream.js';
-import { buildTranscript, type RecordedEvent } from '../../runtime/chat/transcript.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
+import { REPORT_DELAY_MS, longAnswerRequest } from './conversation.js';
 import { TOKEN } from './model-gen.js';
 
 /** A short question as a bare request; a conversation as the chat engine sends it (its system prompt, tools, options). */
@@ -28,24 +28,6 @@ const request = (baseUrl: string, ask: string | ChatMessage[]) =>
     body: JSON.stringify(typeof ask === 'string' ? { model: 'bench', stream: true, messages: [{ role: 'user', content: ask }] } : chatRequestBody('bench', ask)),
   });
 
-/**
- * The conversation the daemon's engine sends for the long answer that follows `earlier` long answers
- * in its session: built from the same events by the engine's own transcript code, so a direct reader
- * sends the same request and the server does the same work for it (parsing megabytes of history
- * slows the server's next stream by several per cent: a reader sending one line would be faster for
- * reasons that are not Astra's).
- */
-function longConversation(earlier: number, tokens: number): ChatMessage[] {
-  const ask: RecordedEvent = { type: 'message.user', data: { text: `tokens=${tokens}` } };
-  const answer: RecordedEvent[] = [
-    { type: 'message.completed', data: { text: TOKEN.repeat(tokens), finishReason: 'stop' } },
-    { type: 'turn.completed', data: { status: 'completed' } },
-  ];
-  const events: RecordedEvent[] = [];
-  for (let i = 0; i < earlier; i++) events.push(ask, ...answer);
-  events.push(ask);
-  return buildTranscript(events);
-}
 
 /** Reads one streamed answer; `onContent(chars)` once per chunk read that carried content. */
 async function readSse(baseUrl: string, ask: string | ChatMessage[], onContent: (chars: number) => void): Promise<void> {
@@ -79,9 +61,6 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-
-/** An observer reports an answer's end this long after it (see astra-observe). */
-const REPORT_DELAY_MS = 20;
 
 const connect = (home: string, name: string) => AstraClient.connect({ clientName: name, home, autoStart: false, reconnect: false });
 
@@ -197,7 +176,7 @@ async function main([role, ...args]: string[]): Promise<void> {
       for (let r = 0; r < rounds; r++) {
         const line = await lines.next();
         if (line.done) return;
-        const messages = longConversation(Number(/^go (\d+)$/.exec(line.value)?.[1] ?? 0), tokens);
+        const messages = longAnswerRequest(Number(/^go (\d+)$/.exec(line.value)?.[1] ?? 0), tokens);
         let chars = 0;
         const cpu0 = cpuMs();
         await read(messages, (c) => (chars += c));
@@ -220,8 +199,7 @@ async function main([role, ...args]: string[]): Promise<void> {
             chars += (ev.data as { text: string }).text.length;
             deltas++;
           } else if (ev.type === 'message.completed') {
-            // Told a little later: a report at once (a pipe write that wakes the bench) would take
-            // CPU from the observers still receiving this answer's end, which is what is measured.
+            // Told a little later (REPORT_DELAY_MS says why).
             const end = { endMs: wallMs(), tokens: chars / TOKEN.length, deltas, cpuMs: cpuMs() };
             const last = ++answers === rounds;
             setTimeout(() => {

@@ -32,13 +32,24 @@
 // read-back events are never decoded for it. The compact body is encoded once per event for every
 // such subscriber.
 //
+// Spread (a streaming answer to many subscribers): every subscriber woken at once for each
+// message.delta — in the tick the daemon read it from the model — takes the cores from the model
+// server and the daemon on a machine with fewer cores than subscribers (bench/REPORT.md, "Spread").
+// So a session's first subscription gets offset 0 (a lone subscriber is never held) and each later
+// one an offset of 1..SPREAD_MS ms, in turn: a live message.delta waits in that subscriber's batch
+// for its offset while the answer streams — the answer's first delta, and one after SPREAD_QUIET_MS
+// without any, goes at once — and any other event for it (message.completed, turn.completed, ...)
+// sends the held deltas and itself at once. Order is unchanged; a subscriber may see an answer's
+// intermediate deltas up to SPREAD_MS ms later, never its first or its end.
+//
 // Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
 // (the subscription still runs, so session/replayed and session/lagged still come unless muted
 // too); 'session/events' alone makes the connection get one event per frame, as without batching.
 import { AstraError } from '../protocol/index.js';
-import { arrayHeader, packEventBody, sessionWire, type SessionWire } from '../ipc/index.js';
+import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
 import type { FeedNotice, FeedSubscribeOptions, Runtime, ScreenCapture, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
 import type { Peer } from './peer.js';
+import { CompactCompletions, countText } from './text-from-deltas.js';
 
 export interface SubscriptionLimits {
   /** Bytes of events a paused subscriber may miss while its connection takes no data before it is dropped as lagged. */
@@ -57,6 +68,10 @@ const BATCH_MAX_BYTES = 256 * 1024;
  * (with a small threshold the kernel's own buffer would swallow the whole queue and hide it).
  */
 const SOFT_QUEUE_BYTES = 1024 * 1024;
+/** A session's later subscribers get a streaming answer's deltas 1..SPREAD_MS ms late, in turn (see Spread). */
+const SPREAD_MS = 10;
+/** A message.delta this long after the subscriber's previous one goes at once (the answer's first, or after a pause). */
+const SPREAD_QUIET_MS = 50;
 
 interface Subscription {
   peer: Peer;
@@ -82,14 +97,16 @@ interface Subscription {
    * message.delta text it delivered since then or since the turn's last message.completed.
    */
   deltaChars: Map<string, number> | undefined;
+  /** Spread: this subscriber's offset, ms (0: never held); the timer that sends its held deltas; when its last delta came. */
+  spreadMs: number;
+  spreadTimer: NodeJS.Timeout | undefined;
+  lastDeltaAt: number;
 }
 
 /** Options of the hub's own (the runtime's feed has the rest). */
 export interface HubSubscribeOptions {
   textFromDeltas?: boolean;
 }
-
-type TextEventData = { turnId?: unknown; text?: unknown; finishReason?: unknown };
 
 export class SubscriptionHub {
   private readonly byPeer = new Map<string, Map<string, Subscription>>();
@@ -107,9 +124,7 @@ export class SubscriptionHub {
   private readonly withPending = new Set<Subscription>();
   private batchFlushScheduled = false;
   private readonly flushAllBound = () => this.flushAll();
-  /** The last message.completed encoded without its text, shared by the subscribers it goes to. */
-  private compactOf: StoredEvent | undefined;
-  private compactTail: Buffer | undefined;
+  private readonly compact = new CompactCompletions();
 
   constructor(
     private readonly runtime: Runtime,
@@ -141,6 +156,9 @@ export class SubscriptionHub {
       pendingEvents: 0,
       pendingBytes: 0,
       deltaChars: hubOpts.textFromDeltas === true ? new Map() : undefined,
+      spreadMs: spreadOffset(this.subscriberCount(sessionId)),
+      spreadTimer: undefined,
+      lastDeltaAt: -Infinity,
     };
     // The runtime replays the backlog after this resolves, then calls onReplayed, then goes live.
     const handle = await this.runtime.subscribe(sessionId, sinceSeq, {
@@ -233,6 +251,7 @@ export class SubscriptionHub {
     if (!subs) return;
     for (const sub of subs.values()) {
       sub.dropped = true;
+      this.stopSpread(sub);
       sub.pending = [];
       sub.pendingEvents = 0;
       sub.pendingBytes = 0;
@@ -269,7 +288,7 @@ export class SubscriptionHub {
     if (conn.closed) return;
     // The body without its map header (one view per event, shared by every subscriber), and a
     // large output's bytes, kept apart from their head.
-    const compact = sub.deltaChars ? this.compactTailFor(sub.deltaChars, event) : undefined;
+    const compact = sub.deltaChars ? this.compact.tailFor(sub.deltaChars, event) : undefined;
     const tail = compact ?? event.tail;
     const extra = compact ? undefined : event.extra;
     const length = extra ? tail.length + extra.length : tail.length;
@@ -284,7 +303,8 @@ export class SubscriptionHub {
       return false;
     }
     if (sub.deltaChars) countText(sub.deltaChars, event);
-    if (!sub.batch || (queued === 0 && sub.pendingEvents === 0)) {
+    const held = sub.spreadMs > 0 && sub.batch && this.holdsDelta(sub, event);
+    if (!held && (!sub.batch || (queued === 0 && sub.pendingEvents === 0))) {
       // Not behind (or not batching): this event goes alone, now. The batch flush is queued before
       // the connection's own write (both microtasks): events after it in this tick, batched, then go
       // in the same write instead of a second one (a chat answer's last delta and its completion).
@@ -297,36 +317,36 @@ export class SubscriptionHub {
     sub.pendingEvents++;
     sub.pendingBytes += length + sub.wire.eventHead.length;
     if (sub.pendingBytes >= BATCH_MAX_BYTES) this.flushPending(sub);
-    else if (sub.pendingEvents === 1) {
+    else if (held) {
+      // Sent by its timer, unless this tick's flush already has the batch.
+      if (!sub.spreadTimer && !this.withPending.has(sub)) sub.spreadTimer = setTimeout(() => this.flushPending(sub), sub.spreadMs);
+    } else if (sub.pendingEvents === 1 || sub.spreadTimer) {
+      // Anything not held goes in this tick, with the deltas held before it.
+      this.stopSpread(sub);
       this.withPending.add(sub);
       this.scheduleFlushAll();
     }
+  }
+
+  /** Whether `event` is a live message.delta of an answer streaming to `sub` (not its first, nor one after a pause): held for sub.spreadMs. */
+  private holdsDelta(sub: Subscription, event: StoredEvent): boolean {
+    if (!event.isLive || event.type !== 'message.delta') return false;
+    const now = performance.now();
+    const streaming = now - sub.lastDeltaAt < SPREAD_QUIET_MS;
+    sub.lastDeltaAt = now;
+    return streaming;
+  }
+
+  private stopSpread(sub: Subscription): void {
+    if (sub.spreadTimer === undefined) return;
+    clearTimeout(sub.spreadTimer);
+    sub.spreadTimer = undefined;
   }
 
   private scheduleFlushAll(): void {
     if (this.batchFlushScheduled) return;
     this.batchFlushScheduled = true;
     queueMicrotask(this.flushAllBound);
-  }
-
-  /**
-   * The body of `event` without its text, when it is a message.completed whose whole text this
-   * subscription delivered as deltas (`counts`); undefined otherwise. Changes no count.
-   */
-  private compactTailFor(counts: Map<string, number>, event: StoredEvent): Buffer | undefined {
-    if (!event.textStreamed || counts.size === 0) return undefined;
-    const data = event.event.data as TextEventData;
-    if (typeof data.turnId !== 'string' || typeof data.text !== 'string' || data.text === '' || counts.get(data.turnId) !== data.text.length) return undefined;
-    if (this.compactOf !== event) {
-      const compactData: Record<string, unknown> = { turnId: data.turnId, text: '' };
-      if (data.finishReason !== undefined) compactData.finishReason = data.finishReason;
-      compactData.textFromDeltas = true;
-      const body = packEventBody({ seq: event.seq, ts: event.event.ts, type: 'message.completed', data: compactData }) as Buffer;
-      // packEventBody's result is a view into a buffer it reuses: copied, as it is kept.
-      this.compactTail = Buffer.from(body.subarray(1));
-      this.compactOf = event;
-    }
-    return this.compactTail;
   }
 
   private flushAll(): void {
@@ -337,6 +357,7 @@ export class SubscriptionHub {
 
   /** Sends the events accepted so far as one frame: `session/event` for one, `session/events` for several. */
   private flushPending(sub: Subscription): void {
+    this.stopSpread(sub);
     const pending = sub.pending;
     const events = sub.pendingEvents;
     if (events === 0) return;
@@ -392,31 +413,7 @@ export class SubscriptionHub {
   }
 }
 
-/**
- * What an event just delivered to a textFromDeltas subscription does to its per-turn count of delta
- * text. Only live events are counted: one read back (a backlog, or a paused subscriber fed again)
- * is not decoded for this, and any message or turn event among them stops the counts (one turn runs
- * at a time), so that turn's messages come whole and the next live turn.started starts again.
- */
-function countText(counts: Map<string, number>, event: StoredEvent): void {
-  const type = event.type;
-  if (!event.isLive) {
-    if (counts.size > 0 && (type === 'message.delta' || type === 'message.completed' || type === 'turn.started' || type === 'turn.completed')) counts.clear();
-    return;
-  }
-  if (type === 'turn.started') {
-    const turnId = (event.event.data as TextEventData).turnId;
-    if (typeof turnId === 'string') counts.set(turnId, 0);
-  } else if (counts.size === 0) return;
-  else if (type === 'message.delta') {
-    const data = event.event.data as TextEventData;
-    const n = typeof data.turnId === 'string' ? counts.get(data.turnId) : undefined;
-    if (n !== undefined && typeof data.text === 'string') counts.set(data.turnId as string, n + data.text.length);
-  } else if (type === 'message.completed') {
-    const turnId = (event.event.data as TextEventData).turnId;
-    if (typeof turnId === 'string' && counts.has(turnId)) counts.set(turnId, 0);
-  } else if (type === 'turn.completed') {
-    const turnId = (event.event.data as TextEventData).turnId;
-    if (typeof turnId === 'string') counts.delete(turnId);
-  }
+/** The spread offset of a session's subscription that comes after `others` (see Spread). */
+export function spreadOffset(others: number): number {
+  return others === 0 ? 0 : 1 + ((others - 1) % SPREAD_MS);
 }

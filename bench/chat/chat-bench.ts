@@ -233,9 +233,10 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
         const ends = (await Promise.all(relayReaders.map((o) => o.next()))) as { endMs: number; tokens: number }[];
         await relay.next();
         const [first] = await firstBytes();
-        await lastBytes();
+        const [last] = await lastBytes();
         for (const e of ends) if (e.tokens !== LONG_TOKENS) throw new Error(`bench chat: a relay reader saw ${e.tokens} of ${LONG_TOKENS} tokens`);
-        return { tps: LONG_TOKENS / ((Math.max(...ends.map((e) => e.endMs)) - first!) / 1000) };
+        const slowestEnd = Math.max(...ends.map((e) => e.endMs));
+        return { tps: LONG_TOKENS / ((slowestEnd - first!) / 1000), wroteMs: last! - first!, lagMs: slowestEnd - last! };
       };
       const engineRounds: number[] = [];
       const engineRatios: number[] = [];
@@ -279,7 +280,7 @@ export async function runChatBench(log: (line: string) => void): Promise<ChatFig
             `server wrote it in ${a.wroteMs.toFixed(0)} ms to the daemon, ${d.wroteMs.toFixed(0)} ms to the direct reader; ` +
             `its end came ${a.lagMs.toFixed(1)} / ${d.lagMs.toFixed(1)} ms after the last byte; ${a.deltas} message.delta events; ` +
             `the engine's reader ${e.tps.toFixed(0)} tokens/s (${engineRatios[r]!.toFixed(2)}×, server ${e.wroteMs.toFixed(0)} ms); ` +
-            `the relay's slowest reader ${f.tps.toFixed(0)} tokens/s (${relayRatios[r]!.toFixed(2)}× the direct reader); ` +
+            `the relay's slowest reader ${f.tps.toFixed(0)} tokens/s (${relayRatios[r]!.toFixed(2)}× the direct reader; server ${f.wroteMs.toFixed(0)} ms, end +${f.lagMs.toFixed(1)} ms); ` +
             `requests of ${Math.round(Math.max(...sizes) / 1000)} kB; CPU: daemon ${a.daemonCpuMs.toFixed(0)} ms, an observer ${r > 0 ? a.observerCpuMs.toFixed(1) : '—'} ms, direct reader ${d.cpuMs.toFixed(0)} ms`,
         );
       }

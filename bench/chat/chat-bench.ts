@@ -11,7 +11,7 @@
 //     SSE chunk), tokens/s each from the server's first byte, vs. one direct reader of the same answer
 //     (fetch + JSON.parse per chunk: the target's reference), and, for information, vs. a reader using
 //     the engine's own HTTP client and SSE scan without the daemon (streamChatCompletion), and vs.
-//     the floor: the engine with a bare fan-out to 16 reader processes in place of the daemon
+//     a bare relay: the engine with a plain fan-out to 16 reader processes in place of the daemon
 //     (relay.ts);
 //     BENCH_CHAT_LONG_ROUNDS rounds (default 15), the three in turn, medians reported. Every reader
 //     sends the request the daemon sends in that round (the session's conversation so far: the
@@ -122,7 +122,7 @@ export interface ChatFigures {
   /** The engine's own reader without the daemon (streamChatCompletion), median over the rounds; and the slowest observer's ratio to it, per round, median. */
   engineTokensPerSec: number;
   engineMedianRatio: number;
-  /** The bare relay's slowest reader over the direct reader, per round, median (the floor); and the daemon's slowest observer over the relay's slowest reader. */
+  /** The bare relay's slowest reader over the direct reader, per round, median; and the daemon's slowest observer over the relay's slowest reader. */
   relayMedianRatio: number;
   /** The relay's slowest reader, median over the rounds. */
   relayTokensPerSec: number;

@@ -1,14 +1,16 @@
-// The floor of the chat long-answer row (chat-bench.ts): Astra's chat engine with a bare fan-out in
-// place of the daemon — no journal, no protocol, no hub, no MessagePack. The engine runs in this
-// process against an in-memory context, and each message.delta's text goes to every reader process
-// as a length-prefixed frame. What the 16 observers' slowest gets beside the direct reader is what
-// the daemon adds on top of the least any design with 16 reader processes must do on this machine:
-// read the model's stream, and wake each reader with the text every delta interval.
-//   relay <baseUrl> <tokens> <socketPath> <n>  waits for n readers; then per stdin line `go K` runs one chat
-//                                     turn (K earlier long answers in its history, so the request is
-//                                     the daemon's) and sends its text, then an end frame; tells
-//                                     {sent} after each
-//   relay-reader <socketPath>         per answer: its end's wall time and the tokens it counted
+// A bare relay for the chat long-answer row (chat-bench.ts): Astra's chat engine with a plain
+// fan-out in place of the daemon — no journal, no protocol, no hub, no MessagePack, no spread. The
+// engine runs in this process against an in-memory context, and each message.delta's text goes to
+// every reader process at once as a length-prefixed frame: the least a design with 16 reader
+// processes does (read the model's stream, wake each reader with the text every delta interval),
+// done plainly. Its slowest reader beside the direct reader is what those 16 processes cost on this
+// machine; the daemon's slowest observer beside it is what the daemon adds, or saves.
+//   relay <baseUrl> <tokens> <socketPath> <n>
+//       waits for n readers; then per stdin line `go K` runs one chat turn (K earlier long answers
+//       in its history, so the request is the daemon's), sends its text, then an end frame, and
+//       tells {sent}
+//   relay-reader <socketPath>
+//       per answer: its end's wall time and the tokens it counted
 // Frames: u32 BE length, then that many bytes of UTF-8 text; the length 0xffffffff ends an answer.
 import fs from 'node:fs';
 import net from 'node:net';

@@ -17,7 +17,7 @@ import type { ChatMessage } from '../../runtime/chat/messages.js';
 import { chatRequestBody, streamChatCompletion } from '../../runtime/chat/model-stream.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
-import { REPORT_DELAY_MS, longAnswerRequest } from './conversation.js';
+import { AnswerReport, longAnswerRequest } from './conversation.js';
 import { TOKEN } from './model-gen.js';
 
 /** A short question as a bare request; a conversation as the chat engine sends it (its system prompt, tools, options). */
@@ -192,20 +192,20 @@ async function main([role, ...args]: string[]): Promise<void> {
       let answers = 0;
       let resolveDone!: () => void;
       const done = new Promise<void>((r) => (resolveDone = r));
+      // The CPU is read when the report goes: per answer, the bench takes differences.
+      const report = new AnswerReport<{ endMs: number; tokens: number; deltas: number }>((end) => {
+        tell({ ...end, cpuMs: cpuMs() });
+        if (++answers === rounds) resolveDone();
+      });
       const sub = await client.subscribe(sessionId, {
         sinceSeq: seq,
         onEvent: (ev) => {
           if (ev.type === 'message.delta') {
             chars += (ev.data as { text: string }).text.length;
             deltas++;
-          } else if (ev.type === 'message.completed') {
-            // Told a little later (REPORT_DELAY_MS says why).
-            const end = { endMs: wallMs(), tokens: chars / TOKEN.length, deltas, cpuMs: cpuMs() };
-            const last = ++answers === rounds;
-            setTimeout(() => {
-              tell(end);
-              if (last) resolveDone();
-            }, REPORT_DELAY_MS);
+          } else if (ev.type === 'turn.started') report.start();
+          else if (ev.type === 'message.completed') {
+            report.end({ endMs: wallMs(), tokens: chars / TOKEN.length, deltas });
             chars = 0;
             deltas = 0;
           }

@@ -11,7 +11,8 @@
 //       tells {sent}
 //   relay-reader <socketPath>
 //       per answer: its end's wall time and the tokens it counted
-// Frames: u32 BE length, then that many bytes of UTF-8 text; the length 0xffffffff ends an answer.
+// Frames: u32 BE length, then that many bytes of UTF-8 text; the length 0xfffffffe starts an answer
+// (before its request goes: the observers' turn.started), 0xffffffff ends it.
 import fs from 'node:fs';
 import net from 'node:net';
 import { createInterface } from 'node:readline';
@@ -20,10 +21,12 @@ import { createChatEngine } from '../../runtime/chat/chat-engine.js';
 import type { ChatEngineContext } from '../../runtime/chat/context.js';
 import { parseChatOptions } from '../../runtime/chat/options.js';
 import { tell, wallMs } from '../lib.js';
-import { REPORT_DELAY_MS, earlierLongAnswers } from './conversation.js';
+import { AnswerReport, earlierLongAnswers } from './conversation.js';
 import { TOKEN } from './model-gen.js';
 
 const END = 0xffffffff;
+/** Sent before the turn runs, as the daemon's observers get turn.started. */
+const START = 0xfffffffe;
 
 async function relay(baseUrl: string, tokens: number, socketPath: string, n: number): Promise<void> {
   fs.rmSync(socketPath, { force: true });
@@ -45,9 +48,12 @@ async function relay(baseUrl: string, tokens: number, socketPath: string, n: num
   const engine = createChatEngine();
   const engineOptions = parseChatOptions({ model: 'bench', baseUrl }, {});
   tell({ ready: true });
+  const start = Buffer.alloc(4);
+  start.writeUInt32BE(START, 0);
   let turn = 0;
   for await (const line of createInterface({ input: process.stdin })) {
     const earlier = Number(/^go (\d+)$/.exec(line)?.[1] ?? 0);
+    send(start);
     const ctx: ChatEngineContext = {
       sessionId: 'relay',
       turnId: `turn_${++turn}`,
@@ -87,15 +93,16 @@ function reader(socketPath: string): void {
   const s = net.connect(socketPath);
   let held: Buffer | undefined;
   let chars = 0;
+  const report = new AnswerReport<{ endMs: number; tokens: number }>(tell);
   s.on('data', (b: Buffer) => {
     let buf = held ? Buffer.concat([held, b]) : b;
     held = undefined;
     while (buf.length >= 4) {
       const len = buf.readUInt32BE(0);
-      if (len === END) {
-        // Told a little later, as the daemon's observers do (chat-worker.ts astra-observe).
-        const end = { endMs: wallMs(), tokens: chars / TOKEN.length };
-        setTimeout(() => tell(end), REPORT_DELAY_MS);
+      if (len === START || len === END) {
+        // Reported as the daemon's observers report (AnswerReport).
+        if (len === START) report.start();
+        else report.end({ endMs: wallMs(), tokens: chars / TOKEN.length });
         chars = 0;
         buf = buf.subarray(4);
         continue;

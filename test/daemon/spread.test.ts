@@ -49,7 +49,7 @@ function fakeRuntime() {
     seq++;
     const body = Buffer.from(packEventBody({ seq, ts: 1, type, data }) as Buffer);
     const event = live ? StoredEvent.live(SESSION, seq, body, 0, body.length, 1, type, data, undefined) : new StoredEvent(SESSION, seq, body, 0, body.length, undefined);
-    for (const s of sinks) s.onStored(event);
+    for (const s of sinks) s.onStored!(event);
     return seq;
   };
   return { runtime, publish };

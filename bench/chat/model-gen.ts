@@ -57,37 +57,20 @@ async function answer(res: http.ServerResponse, tokens: number, firstBytes: numb
 }
 
 export function serve(): Promise<http.Server> {
-  let firstBytes: number[] = [];
-  let lastBytes: number[] = [];
-  // When each model request's body had arrived (for the tool round trip: the request after a tool call).
-  let requestTimes: number[] = [];
-  // Each model request's body length, in order.
-  let bodyBytes: number[] = [];
+  // What a bench reads back (GET /__<name>: the list, emptied): each answer's first and last body
+  // byte, when each model request's body had arrived (for the tool round trip: the request after a
+  // tool call), and each model request's body length.
+  const records = { firstbytes: [] as number[], lastbytes: [] as number[], requests: [] as number[], bodies: [] as number[] };
+  const { firstbytes: firstBytes, lastbytes: lastBytes, requests: requestTimes, bodies: bodyBytes } = records;
   let toolCalls = 0;
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
-      if (req.url === '/__requests') {
-        const times = requestTimes;
-        requestTimes = [];
+      const name = /^\/__(\w+)$/.exec(req.url ?? '')?.[1];
+      if (name !== undefined && Object.hasOwn(records, name)) {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(times));
-        return;
-      }
-      if (req.url === '/__bodies') {
-        const sizes = bodyBytes;
-        bodyBytes = [];
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(sizes));
-        return;
-      }
-      if (req.url === '/__firstbytes' || req.url === '/__lastbytes') {
-        const fb = req.url === '/__firstbytes' ? firstBytes : lastBytes;
-        if (req.url === '/__firstbytes') firstBytes = [];
-        else lastBytes = [];
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(fb));
+        res.end(JSON.stringify(records[name as keyof typeof records].splice(0)));
         return;
       }
       if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {

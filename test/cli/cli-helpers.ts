@@ -34,7 +34,9 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  // 'close', not 'exit': at 'exit' the child's last output may still be unread, and tests read out()
+  // and err() right after awaiting this (e.g. "detached from …" after end of input).
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
   cleanups.push(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });

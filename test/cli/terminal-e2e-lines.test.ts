@@ -3,6 +3,8 @@
 // client attaching during a full-screen redraw gets the current screen rather than the history of
 // every frame, and an observer's typing is refused with a hint while the controller's reaches the
 // program. One daemon for the file; each test its own session and tmux server.
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TMUX, TOP, skipWithout } from '../helpers/system-tools.js';
 import { UI, newSession, sharedDaemon, tmuxFor } from './terminal-e2e-harness.js';
@@ -13,16 +15,20 @@ const skipTop = skip || skipWithout(TOP);
 describe.skipIf(skip)('command output in attached panes', () => {
   const d = sharedDaemon();
 
-  it('printf "Downloading... "; sleep 1; echo done is one line live, on re-attach and in astra log', async () => {
+  it('printf "Downloading... ", a wait, then echo done is one line live, on re-attach and in astra log', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'partial line');
     t.attach('a', id);
     await t.waitStatus('a', UI.controlling);
     t.attach('b', id);
     await t.waitStatus('b', UI.observing);
-    t.type('a', 'printf "Downloading... "; sleep 1; echo done', true);
+    // The rest of the line waits for a file the test makes once both panes showed the partial line
+    // (it was `sleep 1`: a loaded machine could draw "done" before the second pane was read).
+    const go = path.join(d.home, `go-${id}`);
+    t.type('a', `printf "Downloading... "; while [ ! -e ${go} ]; do sleep 0.05; done; echo done`, true);
     // Live: the partial line shows before the rest of it comes.
     for (const pane of ['a', 'b']) await t.waitVisible(pane, /^Downloading\.\.\.$/m);
+    fs.writeFileSync(go, '');
     for (const pane of ['a', 'b']) {
       const s = await t.waitScreen(pane, UI.turnCompleted(0));
       expect(s, `pane ${pane}`).toMatch(/^Downloading\.\.\. done$/m);

@@ -46,6 +46,25 @@ export async function waitProbe(page: Page, what: string, pred: (p: Probe) => bo
   }
 }
 
+/**
+ * Waits until the page has rendered every event of the session's journal exactly once, in order: its
+ * seqs equal `journal()` (re-read on each poll, since events may still be journaled after what the
+ * test waited for — a turn's end, a lease released on disconnect). A duplicate or a gap never
+ * matches, so it fails with both lists.
+ */
+export async function waitEveryEventOnce(page: Page, journal: () => Promise<number[]>, timeoutMs = 20_000): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const want = await journal();
+    const got = (await probe(page)).seqs;
+    if (got.length === want.length && got.every((s, i) => s === want[i])) return got;
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for the page to show every journaled event once, in order;\n  journal: ${JSON.stringify(want)}\n  page:    ${JSON.stringify(got)}`);
+    }
+    await page.waitForTimeout(50);
+  }
+}
+
 /** On the page's session list: a new session (chat with `model` when given, else shell), its view live; its id. */
 export async function newSessionInPage(page: Page, model?: string): Promise<string> {
   await page.waitForSelector('#new-session:not([disabled])', { timeout: 20_000 });

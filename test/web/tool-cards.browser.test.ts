@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
 import { envFor, useTempHomes } from '../helpers/processes.js';
 import { CHROMIUM, skipWithout } from '../helpers/system-tools.js';
-import { launchBrowser, newSessionInPage, probe, takeControlInPage, waitProbe } from './browser-helpers.js';
+import { launchBrowser, newSessionInPage, takeControlInPage, waitEveryEventOnce } from './browser-helpers.js';
 import { request, startWeb, stopAllWebs } from './gateway-helpers.js';
 
 const skipChromium = skipWithout(CHROMIUM);
@@ -120,7 +120,8 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
 
       await tab1.click(`${CARD} button.approve`);
       for (const t of [tab1, tab2]) await t.waitForSelector(`${CARD}[data-status="succeeded"]`, { timeout: 20_000 });
-      const read = await request(g.port, 'GET', `/v1/sessions/${id}?limit=1000`, { cookie: await cookieOf(tab1, g.port) });
+      const cookie = await cookieOf(tab1, g.port);
+      const read = await request(g.port, 'GET', `/v1/sessions/${id}?limit=1000`, { cookie });
       const events = read.body.events as { seq: number; type: string; data: any }[];
       const result = events.find((e) => e.type === 'tool.result')!.data;
       expect(result).toMatchObject({ callId: 'call_abc123', status: 'succeeded', exitCode: 0 });
@@ -134,7 +135,10 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
       const answer = 'The directory has two files.';
       for (const t of [tab1, tab2]) await t.waitForSelector('.msg.assistant[data-finish-reason="stop"]', { timeout: 20_000 });
       expect(await tab1.textContent('.msg.assistant[data-finish-reason="stop"]')).toBe(answer);
-      const firstDelta = events.find((e) => e.type === 'message.delta')!.data.text as string;
+      // The answer streamed after the journal was read above: read it again now that the turn has ended.
+      for (const t of [tab1, tab2]) await t.waitForSelector('.msg.turn', { timeout: 20_000 });
+      const after = (await request(g.port, 'GET', `/v1/sessions/${id}?limit=1000`, { cookie })).body.events as { seq: number; type: string; data: any }[];
+      const firstDelta = after.find((e) => e.type === 'message.delta')!.data.text as string;
       const states = (await tab1.evaluate(() => (globalThis as any).assistantStates)) as string[];
       expect(states).toContain(`msg assistant streaming|${firstDelta}`);
       expect(states.at(-1)).toBe(`msg assistant|${answer}`);
@@ -142,11 +146,8 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
       const order = await tab1.evaluate(() => [...(globalThis as any).document.querySelectorAll('#messages > *')].map((e: any) => e.className as string));
       expect(order).toEqual(['msg user', 'card tool', 'msg assistant', 'msg turn']);
       await shoot(tab1, home, 'tool-card-done');
-      const seqs = events.map((e) => e.seq);
-      for (const t of [tab1, tab2]) {
-        await waitProbe(t, 'every event once', (p) => p.seqs.length >= seqs.length);
-        expect((await probe(t)).seqs).toEqual(seqs);
-      }
+      const journalSeqs = async () => ((await request(g.port, 'GET', `/v1/sessions/${id}?limit=1000`, { cookie })).body.events as { seq: number }[]).map((e) => e.seq);
+      for (const t of [tab1, tab2]) await waitEveryEventOnce(t, journalSeqs);
     } finally {
       await ctx.close();
     }

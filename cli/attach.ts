@@ -1,5 +1,5 @@
 // `astra attach <session> [--observe | --take] [--prefix KEY]`: a live terminal on one session
-// (DESIGN.md §6, §9; docs/terminal.md). It shows the recent history, then streams. A command that
+// (docs/terminal.md). It shows the recent history, then streams. A command that
 // runs in a pseudo-terminal gets the screen: its bytes go to this terminal raw (title changes and
 // the like filtered out) above a status line kept on the last row, and the controller's keys go to
 // it — every key, Ctrl-C included. The prefix key (Ctrl-] by default; ASTRA_PREFIX_KEY or --prefix)

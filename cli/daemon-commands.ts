@@ -1,4 +1,4 @@
-// `astra daemon start|status|stop|restart|logs` (DESIGN.md §9).
+// `astra daemon start|status|stop|restart|logs` (README.md, docs/operations.md).
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';

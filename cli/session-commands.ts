@@ -1,4 +1,4 @@
-// The user commands (DESIGN.md §9): `astra new`, `sessions`, `attach`, `send`, `cancel`, `take`
+// The user commands (README.md, docs/operations.md): `astra new`, `sessions`, `attach`, `send`, `cancel`, `take`
 // (`rename`, `archive`, `rm`: cli/manage-commands.ts).
 import path from 'node:path';
 import { Option, type Command } from 'commander';

@@ -1,4 +1,4 @@
-// Calls (DESIGN.md §8): the one retry policy of the client. A read-only call is retried across a
+// Calls (docs/client.md): the one retry policy of the client. A read-only call is retried across a
 // reconnect and, with backoff, on `overloaded`; a mutation whose answer is lost (the connection
 // dropped, or no answer in time) becomes OutcomeUnknownError and is never retried blindly. The safe
 // turn start — the one place a lost answer is resolved by asking mutation/status — lives here too.

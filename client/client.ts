@@ -1,4 +1,4 @@
-// AstraClient (DESIGN.md §8): the face the application sees. It owns the connection and the
+// AstraClient (docs/client.md): the face the application sees. It owns the connection and the
 // client's state, and composes the rooms that do the work: calls.ts (the retry policy and the safe
 // turn start), leases.ts, subscriptions.ts, notifications.ts, reconnect.ts and liveness.ts.
 // Somewhat over 400 lines for a reason: it is the public class, and most of its length is the

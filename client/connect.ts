@@ -1,4 +1,4 @@
-// Connect-or-spawn (DESIGN.md §4): read the discovery record, connect, authenticate; when no daemon
+// Connect-or-spawn (docs/operations.md): read the discovery record, connect, authenticate; when no daemon
 // answers, take the spawn lock, look again, start the daemon detached, wait until it answers, release.
 // Somewhat over 400 lines for a reason: that sequence and its every failure (no record, a stale one,
 // a refused token, version skew, a daemon dying at start, the spawn lock) read best in one place.

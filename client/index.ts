@@ -1,4 +1,4 @@
-// client/: AstraClient and what comes with it (DESIGN.md §8).
+// client/: AstraClient and what comes with it (docs/client.md).
 export {
   AstraClient,
   type AstraClientOptions,

@@ -1,4 +1,4 @@
-// Liveness (DESIGN.md §7): an idle connection is pinged, so a hung daemon is noticed (and the
+// Liveness (docs/protocol.md §7–§8): an idle connection is pinged, so a hung daemon is noticed (and the
 // connection dropped, which starts a reconnect) and the daemon does not close a silent client.
 import { AstraError, isAstraError } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';

@@ -1,4 +1,4 @@
-// The host process (DESIGN.md §4): takes the instance lock, opens the runtime, listens on the private
+// The host process (docs/operations.md): takes the instance lock, opens the runtime, listens on the private
 // socket, accepts connections and stops. Its rooms: config.ts (settings), startup.ts (who serves),
 // handshake.ts, router.ts and
 // handlers.ts (requests), status.ts, watchdog.ts (idle exit, housekeeping, self-check),

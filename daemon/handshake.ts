@@ -1,4 +1,4 @@
-// The handshake (DESIGN.md §3): the first frame must be an `initialize` carrying the record's token,
+// The handshake (docs/protocol.md): the first frame must be an `initialize` carrying the record's token,
 // within LIMITS.handshakeDeadlineMs. It fails closed: any problem answers one typed error, then the
 // connection is closed.
 import {
@@ -22,7 +22,7 @@ export interface HandshakeContext {
   maxInputChars: number;
   /** The methods listed in the initialize result. */
   methods: string[];
-  /** No other client and no running turn: a client of another version may replace this daemon (DESIGN.md §4). */
+  /** No other client and no running turn: a client of another version may replace this daemon (docs/operations.md). */
   replaceable(): boolean;
   log: Logger;
 }

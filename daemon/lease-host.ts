@@ -1,6 +1,6 @@
 // Composes the pure LeaseManager with the runtime: every lease change is persisted (the epoch in the
 // session journal, the holder and resume-token hash in leases.json) before it is acknowledged, shown
-// as a lease.changed event, and pending approvals follow the controller (DESIGN.md §6).
+// as a lease.changed event, and pending approvals follow the controller (docs/protocol.md §6, leases; docs/client.md).
 import fs from 'node:fs';
 import path from 'node:path';
 import { AstraError, type ServerResultOf, type Session, SERVER_REQUESTS } from '../protocol/index.js';

@@ -1,5 +1,5 @@
 // The daemon's log: pino to a file, written synchronously so that no line is lost on a signal or a
-// crash (NOTES.md). The token is redacted by path and never put in a message string.
+// crash (docs/design-notes.md). The token is redacted by path and never put in a message string.
 //
 // Logging must never take the daemon down: a line the file cannot take (a full disk, an I/O error)
 // is dropped and counted, never thrown — pino's own destination throws, and a throw from inside the

@@ -1,4 +1,4 @@
-// Start-up arbitration (DESIGN.md §4, NOTES.md): of daemons started at once, exactly one serves. The
+// Start-up arbitration (docs/design-notes.md, "Locks"): of daemons started at once, exactly one serves. The
 // instance lock serializes start-ups; a live daemon keeps it fresh, a SIGKILLed one's goes stale
 // within INSTANCE_LOCK.stale. The socket bind stays the final arbiter.
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Subscriptions and fan-out (DESIGN.md §7).
+// Subscriptions and fan-out (docs/protocol.md §7–§8).
 //
 // Encode once: an event's bytes are the runtime's journal body (StoredEvent.body: the map {seq, ts,
 // type, data} in the wire's encoding). A `session/event` frame is a per-session prefix (method, and the

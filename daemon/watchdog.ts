@@ -1,4 +1,4 @@
-// The daemon's timers (DESIGN.md §4, §7): idle exit, housekeeping (idle sessions, slow and silent
+// The daemon's timers (docs/operations.md; docs/protocol.md §8): idle exit, housekeeping (idle sessions, slow and silent
 // connections) and the self-check that keeps the discovery record and the socket true. It decides;
 // the daemon (daemon.ts) owns the server, the record's content and stopping.
 import fs from 'node:fs';

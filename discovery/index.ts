@@ -1,4 +1,4 @@
-// discovery/: paths, private-dir checks, the discovery record, tokens, locks, liveness probes (DESIGN.md §4).
+// discovery/: paths, private-dir checks, the discovery record, tokens, locks, liveness probes (docs/operations.md).
 export * from './paths.js';
 export * from './private-dir.js';
 export * from './record.js';

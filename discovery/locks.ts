@@ -1,4 +1,4 @@
-// Cross-process locks over proper-lockfile (NOTES.md): the spawn lock clients hold while starting a
+// Cross-process locks over proper-lockfile (docs/design-notes.md): the spawn lock clients hold while starting a
 // daemon, the instance lock a daemon holds while it takes the socket. A lock is the directory
 // `<target>.lock`, kept fresh by mtime; one held by a dead process is taken over after `stale` ms.
 // Stale takeover is not atomic, so the socket bind stays the final arbiter of "one daemon".

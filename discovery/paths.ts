@@ -1,4 +1,4 @@
-// Where Astra keeps its files (DESIGN.md §4). ASTRA_HOME relocates everything, which is what tests do.
+// Where Astra keeps its files (docs/operations.md). ASTRA_HOME relocates everything, which is what tests do.
 
 import os from 'node:os';
 import path from 'node:path';

@@ -1,5 +1,5 @@
 // The runtime directory holds the socket, the token and the locks. Security rests on it being a real
-// directory of ours that no one else can enter (NOTES.md: Node has no peer-credential API).
+// directory of ours that no one else can enter (docs/design-notes.md: Node has no peer-credential API).
 
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// The discovery record daemon.json (DESIGN.md §4): how clients find the daemon and prove who they are.
+// The discovery record daemon.json (docs/operations.md): how clients find the daemon and prove who they are.
 // Written atomically so a reader sees the old record or the new one, never half of one.
 
 import fs from 'node:fs';

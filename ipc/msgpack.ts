@@ -1,5 +1,5 @@
 // The one place that knows msgpackr's settings. The wire must stay plain MessagePack that any
-// standard library reads (DESIGN.md §3): no records, no structured clone, no extensions, undefined
+// standard library reads (docs/protocol.md): no records, no structured clone, no extensions, undefined
 // as nil, maps as plain objects, and integers as msgpack integers — including those ≥ 2^32.
 import { Packr, Unpackr, RESERVE_START_SPACE, type Options } from 'msgpackr';
 import { AstraError } from '../protocol/index.js';

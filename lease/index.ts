@@ -1,2 +1,2 @@
-// lease/: controller/observer leases (DESIGN.md §6). Pure logic, injected clock, no I/O.
+// lease/: controller/observer leases (docs/protocol.md §6, leases; docs/client.md). Pure logic, injected clock, no I/O.
 export * from './lease-manager.js';

@@ -1,4 +1,4 @@
-// Controller leases (DESIGN.md §6): who may write to each session, with epochs, grace and resume
+// Controller leases (docs/protocol.md §6, leases; docs/client.md): who may write to each session, with epochs, grace and resume
 // tokens. Pure logic: the clock, the token source and the token hash are injected; there is no I/O
 // and no timer. The daemon persists `persisted()`, turns every LeaseChange into a `lease.changed`
 // event, sends `lease/revoked` to `change.revoked.connectionId`, and arms one timer at

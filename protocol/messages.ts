@@ -1,4 +1,4 @@
-// Message envelopes (DESIGN.md §3) and their validation. Every decoded frame goes through
+// Message envelopes (docs/protocol.md) and their validation. Every decoded frame goes through
 // parseMessage before anything else looks at it.
 import { AstraError, type WireError } from './errors.js';
 import { checkPlainValue, isPlainObject } from './schema.js';

@@ -1,4 +1,4 @@
-// The method table (DESIGN.md §3.1): every method is declared once, with its params and result
+// The method table (docs/protocol.md §6): every method is declared once, with its params and result
 // schemas and its policy. The daemon's router and the client's typed API are derived from it.
 import { any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
 import { LIMITS } from './version.js';

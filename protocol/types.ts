@@ -61,7 +61,7 @@ export const sessionSchema = obj({
 });
 export type Session = Infer<typeof sessionSchema>;
 
-// ---- events (DESIGN.md §5) ----
+// ---- events (docs/architecture.md, runtime/) ----
 
 const turnId = () => str({ minLength: 1 });
 

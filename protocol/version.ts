@@ -1,4 +1,4 @@
-// Protocol version and the directional frame limits of DESIGN.md §3.
+// Protocol version and the directional frame limits of docs/protocol.md §2.
 
 export const PROTOCOL_VERSION = 1;
 /** The protocol versions this build can speak, inclusive. */

@@ -1,4 +1,4 @@
-// The contract between the runtime and an engine (DESIGN.md §5 "Engines").
+// The contract between the runtime and an engine (docs/engines.md).
 import type { ApprovalPolicy, EventData, EventType } from '../protocol/index.js';
 
 export interface EngineContext {

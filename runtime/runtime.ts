@@ -1,5 +1,5 @@
 // Runtime: the domain the daemon hosts — sessions, turns, approvals, idempotency — over durable
-// per-session journals (DESIGN.md §5). It knows nothing of sockets or leases' rules; the daemon
+// per-session journals (docs/architecture.md, runtime/). It knows nothing of sockets or leases' rules; the daemon
 // composes it with the lease manager and overlays `controller` on the Session objects it returns.
 //
 // Files: <dataDir>/sessions/<id>/journal.astra (the truth), meta.json (a summary so start-up reads no

@@ -14,7 +14,7 @@ function policyOf(policy) {
   return out;
 }
 
-/** The envelopes of DESIGN.md §3, written by hand: they are checked by code (parseMessage), not by a table. */
+/** The envelopes of docs/protocol.md §4, written by hand: they are checked by code (parseMessage), not by a table. */
 function envelopeDefs() {
   const id = {
     anyOf: [

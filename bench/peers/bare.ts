@@ -1,5 +1,5 @@
 // The baseline: a bare Node Unix socket with Astra's framing (4-byte big-endian length + plain
-// msgpackr) and the tricks NOTES.md measured as fastest: frames written in one tick copied into one
+// msgpackr) and the tricks docs/design-notes.md notes as fastest: frames written in one tick copied into one
 // buffer and written once, the header written into msgpackr's reserved start space, a 256 KiB
 // high-water mark. No validation, no leases, no journal: the floor Astra is measured against.
 import net from 'node:net';

@@ -1,4 +1,4 @@
-// A library user embeds the host with their own engine (DESIGN.md §2): createDaemon({ engine }).
+// A library user embeds the host with their own engine (docs/client.md, "Embedding the daemon"): createDaemon({ engine }).
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AstraClient } from '../../client/index.js';

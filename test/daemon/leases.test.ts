@@ -1,4 +1,4 @@
-// Many clients, one writer (DESIGN.md §6, §7): real daemon, real client processes.
+// Many clients, one writer (docs/protocol.md §6–§8): real daemon, real client processes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';

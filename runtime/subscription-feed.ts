@@ -138,13 +138,16 @@ export class SubscriptionFeed {
   /** The running command's output the screen stands for: command.output in (fromSeq, atSeq] is taken without delivering it. */
   private cut: { fromSeq: number; atSeq: number } | undefined;
   private readonly historyFromSeq: number | undefined;
+  /** The flood detector's clock, ms (Date.now unless a test drives it). */
+  private readonly now: () => number;
 
   constructor(
     private readonly source: FeedSource,
     readonly sink: SubscriptionSink,
     sinceSeq: number,
-    opts: { screen?: boolean; historyFromSeq?: number | undefined } = {},
+    opts: { screen?: boolean; historyFromSeq?: number | undefined; now?: () => number } = {},
   ) {
+    this.now = opts.now ?? Date.now;
     this.lastSeq = sinceSeq;
     this.wantScreen = opts.screen === true;
     this.screenSubscriber = this.wantScreen;
@@ -195,7 +198,7 @@ export class SubscriptionFeed {
 
   /** Live output to a screen subscriber: a flood of it turns into frames. */
   private watchFlood(bytes: number): void {
-    const now = Date.now();
+    const now = this.now();
     if (now - this.floodSince > FLOOD_WINDOW_MS) {
       this.floodSince = now;
       this.floodBytes = 0;

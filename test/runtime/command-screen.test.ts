@@ -203,8 +203,6 @@ describe('a subscription with screen: true', () => {
     const { rt, id, all, ended } = await setup();
     // In arrival order: output bytes, and screens (each drawn on a cleared terminal).
     const drawn: Uint8Array[] = [];
-    let screens = 0;
-    let outputBytes = 0;
     let replayed = false;
     const got: SessionEvent[] = [];
     const sub = await rt.subscribe(
@@ -213,13 +211,9 @@ describe('a subscription with screen: true', () => {
       {
         onEvent: (e) => {
           got.push(e);
-          if (e.type === 'command.output') {
-            outputBytes += e.data.data.length;
-            drawn.push(e.data.data);
-          }
+          if (e.type === 'command.output') drawn.push(e.data.data);
         },
         onScreen: (sc) => {
-          screens++;
           drawn.push(Buffer.from('\x1bc'), sc.data);
         },
         onReplayed: () => (replayed = true),
@@ -231,11 +225,12 @@ describe('a subscription with screen: true', () => {
     const { turnId } = await rt.startTurn(id, { text: 'seq 1 300000' }, 'k1');
     await waitFor('the turn to end', () => ended.get(turnId));
     await waitFor('the subscriber to see the end', () => got.some((e) => e.type === 'turn.completed'));
-    const total = outputOf(all, turnId).reduce((n, e) => n + e.data.data.length, 0);
-    expect(total).toBeGreaterThan(2_000_000);
-    expect(screens).toBeGreaterThan(0);
-    // Most of the flood was left out; what the subscriber shows is still the command's last screen.
-    expect(outputBytes).toBeLessThan(total / 4);
+    // How much of the flood is left out (how many frames) depends on how fast the machine ran the
+    // command and the subscriber: not asserted here (test/runtime/flood-frames.test.ts drives the
+    // detector with its own clock; bench/ measures it). What must hold on any machine: what the
+    // subscriber shows is the command's last screen, and it got no output twice or out of order.
+    const mineOut = got.filter((e) => e.type === 'command.output').map((e) => e.seq);
+    expect(mineOut).toEqual([...new Set(mineOut)].sort((a, b) => a - b));
     const reference = await render(80, 24, outputOf(all, turnId).map((e) => e.data.data));
     expect(reference.join('\n')).toContain('300000');
     expect(await render(80, 24, drawn)).toEqual(reference);

@@ -32,15 +32,8 @@
 // read-back events are never decoded for it. The compact body is encoded once per event for every
 // such subscriber.
 //
-// Spread (a streaming answer to many subscribers): every subscriber woken at once for each
-// message.delta — in the tick the daemon read it from the model — takes the cores from the model
-// server and the daemon on a machine with fewer cores than subscribers (bench/REPORT.md, "Spread").
-// So a session's first subscription gets offset 0 (a lone subscriber is never held) and each later
-// one an offset of 1..SPREAD_MS ms, in turn: a live message.delta waits in that subscriber's batch
-// for its offset while the answer streams — the answer's first delta, and one after SPREAD_QUIET_MS
-// without any, goes at once — and any other event for it (message.completed, turn.completed, ...)
-// sends the held deltas and itself at once. Order is unchanged; a subscriber may see an answer's
-// intermediate deltas up to SPREAD_MS ms later, never its first or its end.
+// Spread: a streaming answer's later deltas reach a session's later subscribers 1..10 ms apart
+// (daemon/spread.ts says when; the hub holds them in the subscriber's batch and sends them).
 //
 // Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
 // (the subscription still runs, so session/replayed and session/lagged still come unless muted
@@ -50,6 +43,9 @@ import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
 import type { FeedNotice, FeedSubscribeOptions, Runtime, ScreenCapture, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
 import type { Peer } from './peer.js';
 import { CompactCompletions, countText } from './text-from-deltas.js';
+import { holdsDelta, spreadOffset } from './spread.js';
+
+export { spreadOffset };
 
 export interface SubscriptionLimits {
   /** Bytes of events a paused subscriber may miss while its connection takes no data before it is dropped as lagged. */
@@ -68,10 +64,6 @@ const BATCH_MAX_BYTES = 256 * 1024;
  * (with a small threshold the kernel's own buffer would swallow the whole queue and hide it).
  */
 const SOFT_QUEUE_BYTES = 1024 * 1024;
-/** A session's later subscribers get a streaming answer's deltas 1..SPREAD_MS ms late, in turn (see Spread). */
-const SPREAD_MS = 10;
-/** A message.delta this long after the subscriber's previous one goes at once (the answer's first, or after a pause). */
-const SPREAD_QUIET_MS = 50;
 
 interface Subscription {
   peer: Peer;
@@ -126,10 +118,15 @@ export class SubscriptionHub {
   private readonly flushAllBound = () => this.flushAll();
   private readonly compact = new CompactCompletions();
 
+  /** The spread's clock, ms (performance.now unless a test drives it). */
+  private readonly now: () => number;
+
   constructor(
     private readonly runtime: Runtime,
     private readonly limits: SubscriptionLimits,
+    opts: { now?: () => number } = {},
   ) {
+    this.now = opts.now ?? (() => performance.now());
     this.softBytes = Math.max(2, Math.min(SOFT_QUEUE_BYTES, limits.maxQueuedBytes));
     this.resumeBytes = Math.floor(this.softBytes / 2);
   }
@@ -303,7 +300,7 @@ export class SubscriptionHub {
       return false;
     }
     if (sub.deltaChars) countText(sub.deltaChars, event);
-    const held = sub.spreadMs > 0 && sub.batch && this.holdsDelta(sub, event);
+    const held = sub.spreadMs > 0 && sub.batch && holdsDelta(sub, event, this.now());
     if (!held && (!sub.batch || (queued === 0 && sub.pendingEvents === 0))) {
       // Not behind (or not batching): this event goes alone, now. The batch flush is queued before
       // the connection's own write (both microtasks): events after it in this tick, batched, then go
@@ -326,15 +323,6 @@ export class SubscriptionHub {
       this.withPending.add(sub);
       this.scheduleFlushAll();
     }
-  }
-
-  /** Whether `event` is a live message.delta of an answer streaming to `sub` (not its first, nor one after a pause): held for sub.spreadMs. */
-  private holdsDelta(sub: Subscription, event: StoredEvent): boolean {
-    if (!event.isLive || event.type !== 'message.delta') return false;
-    const now = performance.now();
-    const streaming = now - sub.lastDeltaAt < SPREAD_QUIET_MS;
-    sub.lastDeltaAt = now;
-    return streaming;
   }
 
   private stopSpread(sub: Subscription): void {
@@ -411,9 +399,4 @@ export class SubscriptionHub {
       sub.missedSinceDrain = 0;
     });
   }
-}
-
-/** The spread offset of a session's subscription that comes after `others` (see Spread). */
-export function spreadOffset(others: number): number {
-  return others === 0 ? 0 : 1 + ((others - 1) % SPREAD_MS);
 }

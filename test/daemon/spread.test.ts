@@ -68,7 +68,8 @@ describe('the spread of a streaming answer over its subscribers', () => {
 
   const setUp = async (n: number, opts: { batchEvents?: boolean } = {}) => {
     const { runtime, publish } = fakeRuntime();
-    const hub = new SubscriptionHub(runtime, { maxQueuedBytes: 64 * 1024 * 1024, maxSubscriptionsPerConnection: 16 });
+    // The hub's clock, injected: the fake performance.now that vi.advanceTimersByTimeAsync moves.
+    const hub = new SubscriptionHub(runtime, { maxQueuedBytes: 64 * 1024 * 1024, maxSubscriptionsPerConnection: 16 }, { now: () => performance.now() });
     const peers = [];
     for (let i = 0; i < n; i++) {
       const p = fakePeer(`peer_${i}`, opts.batchEvents ?? true);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { startPtyCommand, type PtyCommand, type PtyCommandOptions } from '../../../runtime/terminal/pty-command.js';
-import { isAstraError } from '../../../protocol/index.js';
+import { LIMITS, isAstraError } from '../../../protocol/index.js';
 import { skipWithout, type SystemTool } from '../../helpers/system-tools.js';
 
 const PYTHON3: SystemTool = { name: 'python3', pkg: 'python3', probe: () => spawnSync('python3', ['--version'], { stdio: 'ignore' }).status === 0 };
@@ -156,16 +156,18 @@ describe('a command in a pseudo-terminal', () => {
     expect(lines[199999]).toBe('200000');
   });
 
-  it('gathers a streaming program\'s reads into chunks larger than one read of the terminal', async () => {
+  it('delivers a streaming program\'s output whole and in order, however its reads were gathered into chunks', async () => {
     // A terminal hands out at most 4095 bytes a read on Linux: once a chunk says the program streams,
-    // the next ones gather reads for a millisecond (output-coalescer.ts), so most bytes come in larger chunks.
+    // the next ones gather reads for a millisecond (output-coalescer.ts). How many reads a chunk gets
+    // depends on how fast this machine ran the program: output-coalescer.test.ts checks the gathering
+    // with a fake clock, and `npm run bench` (terminal) counts the chunks of a real flood.
     const r = run('seq 1 300000');
     expect((await r.cmd.done).exitCode).toBe(0);
-    const sizes = r.chunks.map((c) => c.data.length);
-    const total = sizes.reduce((a, b) => a + b, 0);
-    const inLarge = sizes.filter((n) => n > 4096).reduce((a, b) => a + b, 0);
-    expect(Buffer.concat(r.chunks.map((c) => c.data)).toString().split('\r\n').filter(Boolean).length).toBe(300000);
-    expect(inLarge / total, `chunk sizes: ${sizes.slice(0, 40).join(' ')} ...`).toBeGreaterThan(0.5);
+    const lines = Buffer.concat(r.chunks.map((c) => c.data)).toString().split('\r\n').filter(Boolean);
+    expect(lines.length).toBe(300000);
+    expect(lines[0]).toBe('1');
+    expect(lines[299999]).toBe('300000');
+    for (const c of r.chunks) expect(c.data.length).toBeLessThanOrEqual(LIMITS.maxOutputChunkBytes);
   });
 
   it('delivers every byte a program wrote before it exited, even to a consumer that stays behind', async () => {

@@ -374,10 +374,9 @@ describe('Connection with a hostile peer', () => {
       server.onClose((e) => (closeReason = e));
       const header = Buffer.alloc(4);
       header.writeUInt32BE(0xffff_fff0, 0);
-      const before = process.memoryUsage().arrayBuffers;
       raw.write(Buffer.concat([header, Buffer.alloc(100)]));
       await waitFor('the connection to close', () => isClosed());
-      expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(limit);
+      // Nothing of the announced size is allocated: frame.test.ts checks the decoder's allocations.
       expect(received).toHaveLength(1);
       const reply = received[0] as ErrorReply;
       expect(reply.id).toBeNull();

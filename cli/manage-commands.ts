@@ -1,5 +1,7 @@
-// Keeping sessions tidy: `astra rename`, `astra archive`, `astra rm`. Each is a controller write, so
-// each takes control for the call — and fails naming whoever controls the session instead.
+// Keeping sessions tidy: `astra rename`, `astra archive`, `astra unarchive`, `astra rm`. Renaming and
+// unarchiving are metadata (docs/protocol.md §6, METADATA): they need no control, so they work while
+// a terminal controls the session. Archiving and deleting are controller writes: each takes control
+// for the call — and fails naming whoever controls the session instead.
 import readline from 'node:readline/promises';
 import type { Command } from 'commander';
 import { AstraError, type Session } from '../protocol/index.js';
@@ -21,7 +23,6 @@ export function registerManageCommands(program: Command, out: Output, env: NodeJ
       if (/[\x00-\x1f\x7f-\x9f\u2028\u2029]/.test(title)) fail('a title is one line of plain text: leave out newlines, tabs and escape codes');
       await withClient(env, 'astra rename', async (c) => {
         const s = await resolveSession(c, sessionArg);
-        await acquireOrExplain(c, s.id);
         const r = await c.session.rename({ sessionId: s.id, title });
         out.stdout(`renamed ${s.id} to "${cleanText(r.session.title)}"`);
       });
@@ -41,6 +42,22 @@ export function registerManageCommands(program: Command, out: Output, env: NodeJ
         await acquireOrExplain(c, s.id);
         await c.session.archive({ sessionId: s.id });
         out.stdout(`archived ${sessionLabel(s)} (\`astra sessions --all\` still lists it)`);
+      });
+    });
+
+  program
+    .command('unarchive')
+    .description('undo `astra archive`: the session is listed by `astra sessions` again and can run turns')
+    .argument('<session>', SESSION_ARG)
+    .action(async (sessionArg: string) => {
+      await withClient(env, 'astra unarchive', async (c) => {
+        const s = await resolveSession(c, sessionArg);
+        if (s.state !== 'archived') {
+          out.stdout(`${sessionLabel(s)} is not archived`);
+          return;
+        }
+        await c.session.unarchive({ sessionId: s.id });
+        out.stdout(`unarchived ${sessionLabel(s)} (\`astra sessions\` lists it again)`);
       });
     });
 

@@ -30,6 +30,8 @@ export interface MethodPolicy {
   readOnly: boolean;
   /** The params carry the caller's lease epoch (Policy.epoch). */
   hasEpoch: boolean;
+  /** METADATA (Policy.epoch 'optional'): the epoch is filled in only while this client holds the lease. */
+  optionalEpoch: boolean;
   /** The method takes an idempotency key (required or optional): the client generates one when missing. */
   takesKey: boolean;
 }
@@ -41,7 +43,7 @@ export function describePolicy(method: ClientMethodName): MethodPolicy {
   let p = POLICIES.get(method);
   if (!p) {
     const { policy } = METHODS[method];
-    p = Object.freeze({ readOnly: policy.idempotent && !policy.mutates, hasEpoch: policy.epoch, takesKey: policy.idempotencyKey !== undefined });
+    p = Object.freeze({ readOnly: policy.idempotent && !policy.mutates, hasEpoch: policy.epoch === true, optionalEpoch: policy.epoch === 'optional', takesKey: policy.idempotencyKey !== undefined });
     POLICIES.set(method, p);
   }
   return p;
@@ -187,6 +189,10 @@ export class Calls {
       if (policy.hasEpoch) {
         sent = { ...base };
         if (sent.epoch === undefined || sent.epoch === null) sent.epoch = leases.epochFor(method, sessionId);
+      } else if (policy.optionalEpoch && (base.epoch === undefined || base.epoch === null)) {
+        // A controller's metadata call is fenced by its epoch; anyone else's goes without one.
+        const lease = sessionId !== undefined ? leases.get(sessionId) : undefined;
+        sent = lease ? { ...base, epoch: lease.epoch } : base;
       }
       checkRequestParams(method, sent);
       host.noteSent();

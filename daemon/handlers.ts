@@ -51,6 +51,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
     },
     'session/rename': async (p) => ({ session: shown(await rt.renameSession(p.sessionId, p.title)) }),
     'session/archive': async (p) => ({ session: shown(await rt.archiveSession(p.sessionId)) }),
+    'session/unarchive': async (p) => ({ session: shown(await rt.unarchiveSession(p.sessionId)) }),
     'approval/answer': async (p, peer) => {
       await rt.resolveApproval(p.sessionId, p.approvalId, p.decision, { clientName: peer.clientName, connectionId: peer.id }, p.revision ?? undefined);
       return {};

@@ -32,7 +32,9 @@ export function createRouter(handlers: Handlers, hooks: RouterHooks) {
     checkRequestParams(method, p);
     const { policy } = METHODS[method];
     if (policy.mutates) hooks.checkAcceptingMutations(method);
-    if (policy.controller) await hooks.checkController(p.sessionId as string, peer, p.epoch as number);
+    // METADATA (epoch 'optional'): open to anyone; an epoch given is checked like a controller write's.
+    const fenced = policy.epoch === 'optional' && p.epoch !== undefined && p.epoch !== null;
+    if (policy.controller || fenced) await hooks.checkController(p.sessionId as string, peer, p.epoch as number);
     const handler = handlers[method] as (params: unknown, peer: Peer) => unknown;
     return handler(p, peer);
   };

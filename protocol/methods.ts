@@ -25,8 +25,12 @@ export interface Policy {
   readonly idempotent: boolean;
   /** Takes an `idempotencyKey` whose first result is remembered (see mutation/status). */
   readonly idempotencyKey?: 'required' | 'optional';
-  /** The params carry the caller's lease `epoch` (the client library fills it in from the lease it holds). */
-  readonly epoch: boolean;
+  /**
+   * The params carry the caller's lease `epoch` (the client library fills it in from the lease it
+   * holds). 'optional' (METADATA): anyone may call without one; an `epoch` that is given is checked
+   * as a controller write's is (`not_controller`, `stale_epoch`), so a controller can fence its call.
+   */
+  readonly epoch: boolean | 'optional';
 }
 
 export interface MethodSpec<P, R> {
@@ -42,6 +46,12 @@ function method<P, R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
 
 const READ: Policy = { controller: false, mutates: false, idempotent: true, epoch: false };
 const WRITE: Policy = { controller: true, mutates: true, idempotent: false, epoch: true };
+/**
+ * A change to what the session is called or where it is listed, not to its turn stream: allowed
+ * without the controller lease (a terminal attached as controller does not block `astra rename`),
+ * and safe to repeat (the same params leave the same state).
+ */
+const METADATA: Policy = { controller: false, mutates: true, idempotent: true, epoch: 'optional' };
 
 /** Largest `data` of one command/input request. */
 export const MAX_COMMAND_INPUT_BYTES = 64 * 1024;
@@ -205,16 +215,22 @@ export const METHODS = {
     policy: READ,
   }),
   'session/rename': method({
-    summary: 'Rename a session (controller only).',
-    params: obj({ sessionId: sessionId(), epoch: epoch(), title: str({ maxLength: 256 }) }),
+    summary: 'Rename a session (metadata: no lease needed; an epoch given is checked).',
+    params: obj({ sessionId: sessionId(), epoch: opt(epoch()), title: str({ maxLength: 256 }) }),
     result: obj({ session: sessionSchema }),
-    policy: WRITE,
+    policy: METADATA,
   }),
   'session/archive': method({
     summary: 'Archive a session (controller only); it is hidden from session/list unless asked.',
     params: obj({ sessionId: sessionId(), epoch: epoch() }),
     result: obj({ session: sessionSchema }),
     policy: WRITE,
+  }),
+  'session/unarchive': method({
+    summary: 'Undo session/archive: the session is listed again and can run turns (metadata: no lease needed).',
+    params: obj({ sessionId: sessionId(), epoch: opt(epoch()) }),
+    result: obj({ session: sessionSchema }),
+    policy: METADATA,
   }),
   'session/delete': method({
     summary: 'Delete a session and its journal for good (controller only; refused while a turn runs).',

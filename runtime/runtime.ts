@@ -361,6 +361,16 @@ export class Runtime {
     return host.toSession();
   }
 
+  /** Undoes archiveSession: listed again, turns allowed. Unarchiving a live session changes nothing. */
+  async unarchiveSession(id: string): Promise<Session> {
+    const host = await this.load(id);
+    if (!host.meta.archived) return host.toSession();
+    host.checkWritable();
+    host.append('session.updated', { state: 'idle' });
+    await host.sync();
+    return host.toSession();
+  }
+
   // ---- turns ----
 
   async startTurn(id: string, input: { text: string }, idempotencyKey: string, terminal?: { cols: number; rows: number }): Promise<{ turnId: string }> {

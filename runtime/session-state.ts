@@ -97,6 +97,7 @@ export class SessionState {
       case 'session.updated':
         if (e.data.title !== undefined && e.data.title !== null) m.title = e.data.title;
         if (e.data.state === 'archived') m.archived = true;
+        else if (e.data.state === 'idle') m.archived = false; // session/unarchive
         break;
       case 'lease.changed':
         m.epoch = Math.max(m.epoch, e.data.epoch);

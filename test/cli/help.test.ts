@@ -5,7 +5,7 @@ import { newSession, setup, useCliCleanup } from './cli-helpers.js';
 
 useCliCleanup();
 
-const COMMANDS = ['', 'new', 'sessions', 'attach', 'send', 'cancel', 'take', 'rename', 'archive', 'rm', 'log', 'daemon', 'daemon start', 'daemon stop', 'daemon status', 'daemon logs', 'daemon restart'];
+const COMMANDS = ['', 'new', 'sessions', 'attach', 'send', 'cancel', 'take', 'rename', 'archive', 'unarchive', 'rm', 'log', 'daemon', 'daemon start', 'daemon stop', 'daemon status', 'daemon logs', 'daemon restart'];
 
 describe('astra --help', () => {
   it('the top-level help names ASTRA_HOME, how sessions are named, and every exit code', async () => {

@@ -120,4 +120,41 @@ describe('astra rename, archive and rm', () => {
     expect(held.stderr).toMatch(new RegExp(`${id} is controlled by astra attach \\(pid ${holder.child.pid}\\); detach there first`));
     expect(await listJson(env)).toHaveLength(1);
   });
+
+  it('rename works while a terminal controls the session (metadata, not a write to its turns), and the terminal keeps control', async () => {
+    const { env } = setup();
+    const id = await newSession(env, ['--title', 'before']);
+    const holder = startCli(['attach', id], env);
+    await waitFor('the attach to take control', async () => ((await listJson(env))[0]!.controller ? true : undefined));
+    const renamed = await runCli(['rename', id, 'while attached'], env);
+    expect(renamed.stderr).toBe('');
+    expect(renamed.stdout).toBe(`renamed ${id} to "while attached"\n`);
+    const [s] = await listJson(env);
+    expect(s).toMatchObject({ id, title: 'while attached', controller: { clientName: 'astra attach', pid: holder.child.pid } });
+    // The attached terminal hears of it through the session's events.
+    await waitFor('the attach to show the new title', () => holder.out().includes('session updated: title "while attached"') || undefined, 15_000);
+  });
+
+  it('unarchive undoes archive: listed again and turns run; a session that is not archived is said to be so', async () => {
+    const { env } = setup();
+    const id = await newSession(env, ['--approval', 'auto', '--title', 'shelved']);
+    expect((await runCli(['archive', id], env)).code).toBe(0);
+    expect(await listJson(env)).toEqual([]);
+    const refused = await runCli(['send', id, 'echo nope', '--wait'], env);
+    expect(refused.stderr).toMatch(/archived/);
+
+    const back = await runCli(['unarchive', 'shelved'], env);
+    expect(back.stderr).toBe('');
+    expect(back.stdout).toBe(`unarchived ${id} "shelved" (\`astra sessions\` lists it again)\n`);
+    expect((await listJson(env))[0]).toMatchObject({ id, state: 'idle' });
+    const ran = await runCli(['send', id, 'echo after unarchive', '--wait'], env);
+    expect(ran.stdout).toMatch(/^after unarchive\r?\n$/);
+
+    const again = await runCli(['unarchive', id], env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(`${id} "shelved" is not archived\n`);
+    // The state survives a daemon restart (it is an event in the journal).
+    expect((await runCli(['daemon', 'restart'], env)).code).toBe(0);
+    expect((await listJson(env))[0]).toMatchObject({ id, state: 'idle' });
+  });
 });

@@ -132,7 +132,7 @@ describe('leases', () => {
     const t = testHome();
     const client = await t.client();
     const { session } = await client.session.create({ title: 'a' });
-    await expect(client.session.rename({ sessionId: session.id, title: 'b' })).rejects.toMatchObject({ reason: 'not_controller' });
+    await expect(client.session.archive({ sessionId: session.id })).rejects.toMatchObject({ reason: 'not_controller' });
     const lease = await client.acquireController(session.id);
     expect(lease.epoch).toBeGreaterThan(0);
     const renamed = await client.session.rename({ sessionId: session.id, title: 'b' });
@@ -153,7 +153,7 @@ describe('leases', () => {
     expect(await lost).toMatchObject({ sessionId: session.id, reason: 'takeover' });
     expect(lease.held).toBe(false);
     expect(a.heldLeases.has(session.id)).toBe(false);
-    await expect(a.session.rename({ sessionId: session.id, title: 'x' })).rejects.toMatchObject({ reason: 'not_controller' });
+    await expect(a.session.archive({ sessionId: session.id })).rejects.toMatchObject({ reason: 'not_controller' });
     expect((await b.session.rename({ sessionId: session.id, title: 'y' })).session.title).toBe('y');
   });
 

@@ -125,9 +125,21 @@ export class RawScreen {
       this.guard = undefined;
       return had ? '\x1b7\x1b[r\x1b8' : '';
     }
-    let out = '';
-    // A taller terminal: the old status row is now the program's; wipe the copy left there.
-    if (this.guard && oldRows < rows) out += `\x1b7\x1b[${oldRows};1H\x1b[2K\x1b8`;
+    // The terminal has resized its screen its own way before this runs: a shorter one (tmux, most
+    // that reflow) pushes lines into its history and can leave the cursor on the new last row — the
+    // status row, outside the region, where the program's next line would be written and wiped. With
+    // the whole screen as the region, an index then a step up scrolls everything up one row when the
+    // cursor is on the last row (and moves it nowhere otherwise), so the cursor's row is the program's.
+    let out = '\x1b7\x1b[r\x1b8\x1bD\x1b[1A';
+    if (!this.alternate) {
+      // On the normal screen a narrower terminal may have rewrapped the old status line into rows
+      // below the cursor, and a taller one left it there: what is below the cursor's row goes (a line
+      // program has nothing there; a full-screen one redraws on the size change).
+      out += '\x1b7\x1b[1B\r\x1b[J\x1b8';
+    } else if (this.guard && oldRows < rows) {
+      // The alternate screen is not rewrapped: a taller terminal leaves the old status row to the program; wipe it.
+      out += `\x1b7\x1b[${oldRows};1H\x1b[2K\x1b8`;
+    }
     if (this.guard) this.guard.resize(rows);
     else this.guard = new StatusRowGuard(rows);
     return out + setRegion(rows) + this.statusBytes();

@@ -169,6 +169,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       maxRetryAfterMs: cfg.maxRetryAfterMs,
       maxAttempts: cfg.maxAttempts,
       maxAnswerChars: cfg.maxAnswerChars,
+      ...(cfg.proxy ? { proxy: cfg.proxy } : {}),
     });
     for await (const part of stream) {
       if (part.type === 'text') {

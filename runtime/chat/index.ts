@@ -3,6 +3,7 @@ export { createChatEngine } from './chat-engine.js';
 export { isChatEngineContext, type ChatEngineContext, type ToolCommandOutcome } from './context.js';
 export { SHELL_TOOL, SHELL_TOOL_NAME, TOOL_RESULT_STATUSES, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
 export { MODEL_ERROR_CODES, ModelCancelledError, ModelError, chatRequestBody, scrubSecret, streamChatCompletion, type ModelErrorCode, type ModelRequest, type ModelStreamPart } from './model-stream.js';
+export { proxyFromEnv, type ProxySettings } from './model-proxy.js';
 export {
   CHAT_CONFIG_DEFAULTS,
   CHAT_KEY_VARIABLES,

@@ -12,7 +12,7 @@
 // closes the connection at once, Node's error codes (ECONNREFUSED, ENOTFOUND, certificate errors).
 // Not done: redirects (a model API that redirects a POST is a base URL to correct: the caller says
 // so from `location`), compressed bodies (it asks for none; one sent anyway is an error naming the
-// encoding), proxies (Node 20's fetch honoured none either).
+// encoding), proxies (with one set, model-proxy.ts makes the request instead, through undici).
 import { createRequire } from 'node:module';
 import * as net from 'node:net';
 import { StringDecoder } from 'node:string_decoder';

@@ -11,6 +11,7 @@ import { AnswerChunks } from './answer-chunks.js';
 import { SHELL_TOOL, type ChatMessage, type ToolCall } from './messages.js';
 import { ModelCancelledError, ModelError, RetryAfter, connectionError, httpError, readErrorDetail, scrubSecret } from './model-errors.js';
 import { UnknownContentEncoding, postModel, type ModelResponse } from './model-http.js';
+import { postModelViaProxy, proxiedConnectionError, type ProxySettings } from './model-proxy.js';
 
 export { MODEL_ERROR_CODES, ModelCancelledError, ModelError, scrubSecret, type ModelErrorCode } from './model-errors.js';
 
@@ -25,6 +26,8 @@ export interface ModelRequest {
   maxAttempts: number;
   /** Characters of text and tool-call arguments one answer may have (default 1 Mi: its events must fit a frame). */
   maxAnswerChars?: number;
+  /** The proxy settings of the daemon's environment (model-proxy.ts); none: straight to the server. */
+  proxy?: ProxySettings;
 }
 
 export const DEFAULT_MAX_ANSWER_CHARS = 1024 * 1024;
@@ -78,6 +81,7 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
 
 async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, void, undefined> {
   const url = `${req.baseUrl}/chat/completions`;
+  const target = new URL(url);
   const scrub = (text: string) => scrubSecret(text, req.apiKey);
   // One controller for the request: fired by the caller's cancel or by the stall timer; `why` says which.
   const ctl = new AbortController();
@@ -107,6 +111,7 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   const interrupted = (e: unknown): Error => {
     if (why === 'cancel') return new ModelCancelledError();
     if (why === 'stall') return stalled();
+    if (req.proxy) return proxiedConnectionError(e, target, req.proxy, (err) => connectionError(err, req.baseUrl, scrub));
     return connectionError(e, req.baseUrl, scrub);
   };
 
@@ -122,7 +127,8 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
   let res: ModelResponse;
   arm();
   try {
-    res = await postModel(new URL(url), headers, JSON.stringify(chatRequestBody(req.model, req.messages)), ctl.signal);
+    const body = JSON.stringify(chatRequestBody(req.model, req.messages));
+    res = await (req.proxy ? postModelViaProxy(target, headers, body, ctl.signal, req.proxy) : postModel(target, headers, body, ctl.signal));
   } catch (e) {
     disarm();
     req.signal.removeEventListener('abort', onAbort);

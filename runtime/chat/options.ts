@@ -2,6 +2,7 @@
 // malformed URL or a missing model is an invalid_params at create time, not a failed turn later; and
 // the daemon-wide settings (the key and the bounds) read from the daemon's environment.
 import { AstraError } from '../../protocol/index.js';
+import { proxyFromEnv, type ProxySettings } from './model-proxy.js';
 
 export const CHAT_DEFAULT_BASE_URL = 'http://127.0.0.1:11434/v1';
 export const CHAT_DEFAULT_MAX_STEPS = 25;
@@ -38,6 +39,8 @@ export interface ChatEngineConfig {
    * against 10 ms, 16 observers of a fast answer got 2–3 % more tokens/s: bench/REPORT.md).
    */
   deltaIntervalMs: number;
+  /** HTTPS_PROXY, HTTP_PROXY, NO_PROXY (or lowercase) of the daemon's environment; absent: none set. */
+  proxy?: ProxySettings;
 }
 
 export const CHAT_CONFIG_DEFAULTS: ChatEngineConfig = {
@@ -62,9 +65,11 @@ export function chatEngineConfig(env: Env = process.env, overrides: Partial<Chat
   const apiKey = chatApiKeyFromEnv(env);
   // ASTRA_CHAT_STALL_MS: an integer > 0, else the default.
   const stallMs = Number(env.ASTRA_CHAT_STALL_MS);
+  const proxy = proxyFromEnv(env);
   return {
     ...CHAT_CONFIG_DEFAULTS,
     ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(proxy ? { proxy } : {}),
     ...(Number.isInteger(stallMs) && stallMs > 0 ? { stallMs } : {}),
     ...overrides,
   };

@@ -19,6 +19,9 @@ export function makeHome(prefix = 'ah'): string {
 export function envFor(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ASTRA_HOME: home, ASTRA_LOG_LEVEL: 'debug', ...extra };
   delete env.NO_COLOR;
+  // The test machine's proxy settings would send the model requests to the loopback servers through
+  // it: a test that wants a proxy names one.
+  for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy']) if (!(k in extra)) delete env[k];
   return env;
 }
 

@@ -14,7 +14,7 @@ import { LeaseStore } from './lease-store.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
 import { matchRoute, refuseReadOnly } from './routes.js';
-import { checkHost, checkOrigin, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
+import { checkDeclaredBody, checkHost, checkOrigin, clientErrorResponse, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
 import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
 import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
@@ -86,6 +86,24 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
+/** How long a connection closed with its request's body unread still reads (and drops) what the client sends. */
+const LINGER_MS = 2_000;
+
+/**
+ * For a response with `Connection: close` sent before the request's body was read: Node ends the
+ * socket once the answer is written, then destroys it, and a client still uploading would get a
+ * reset that can discard the answer before it reads it. Instead the socket is ended (our FIN after the
+ * answer) and keeps reading, dropping the rest of the body, until the client closes or LINGER_MS.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? (() => undefined);
@@ -127,7 +145,10 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     (req, res) => {
       void handle(req, res).catch((e: unknown) => {
         if (!(e instanceof AstraError)) log(`internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${(e as Error)?.stack ?? String(e)}`);
-        sendError(res, e);
+        // A body left unread (refused before or while reading it) is not drained: the connection ends after the answer.
+        if (req.complete) return sendError(res, e);
+        lingerOnClose(req.socket);
+        sendError(res, e, { Connection: 'close' });
       });
     },
   );
@@ -137,10 +158,10 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     socket.once('close', () => sockets.delete(socket));
     if (sockets.size > maxConnections) overflow.add(socket);
   });
-  server.on('clientError', (e: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return;
-    if (e.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
-    else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  // A request Node's parser refused (malformed or contradictory body headers, headers too large): the envelope, then close.
+  server.on('clientError', (e: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: http.ServerResponse }) => {
+    if (!socket.writable || socket._httpMessage?.headersSent) return void socket.destroy();
+    socket.end(clientErrorResponse(e));
   });
 
   /** Attacker-chosen header values go into the log only shortened and printable. */
@@ -156,6 +177,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     setSecurityHeaders(res);
+    checkDeclaredBody(req);
     if (overflow.has(req.socket)) {
       res.setHeader('Connection', 'close');
       throw new AstraError('overloaded', `the gateway has ${sockets.size - 1} connections open (at most ${maxConnections}); retry shortly`);

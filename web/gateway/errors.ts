@@ -93,4 +93,3 @@ export function sendError(res: ServerResponse, e: unknown, headers: Record<strin
   const retry: Record<string, string> = body.error.retryable ? { 'Retry-After': '1' } : {};
   sendJson(res, status, body, { ...retry, ...headers });
 }
-

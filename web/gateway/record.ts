@@ -44,8 +44,22 @@ export function readWebRecord(env: NodeJS.ProcessEnv): WebRecord | undefined {
   return undefined;
 }
 
-/** Removes the record if it is still this process's. */
+/** The port of the last gateway here, running or stopped (open pages look for it there). */
+export function readLastPort(env: NodeJS.ProcessEnv): number | undefined {
+  try {
+    const port = (JSON.parse(fs.readFileSync(webFiles(env).record, 'utf8')) as { port?: unknown }).port;
+    if (typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536) return port;
+  } catch {
+    // no gateway has run here
+  }
+  return undefined;
+}
+
+/**
+ * A stopping gateway's record, if it is still this process's: only the port stays (so the next
+ * gateway listens there again); with no pid or secret, `readWebRecord` no longer finds a gateway.
+ */
 export function removeWebRecord(env: NodeJS.ProcessEnv, pid: number): void {
   const r = readWebRecord(env);
-  if (r && r.pid === pid) fs.rmSync(webFiles(env).record, { force: true });
+  if (r && r.pid === pid) writeFileAtomic(webFiles(env).record, JSON.stringify({ port: r.port, stoppedAt: Date.now() }), { mode: 0o600 });
 }

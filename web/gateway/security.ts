@@ -2,7 +2,8 @@
 // against DNS rebinding, the Origin of state-changing requests and event streams, bounded bodies,
 // and the response headers that keep the page from being framed or sniffed.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError } from './errors.js';
+import { AstraError } from '../../protocol/index.js';
+import { HttpError, toEnvelope } from './errors.js';
 
 /** The wire protocol's bound on a client frame; the same for an HTTP body. */
 export const MAX_BODY_BYTES = 128 * 1024;
@@ -51,19 +52,25 @@ export function checkOrigin(req: IncomingMessage, ownOrigin: string): void {
     throw new HttpError(403, 'unauthorized', `a ${String(site).slice(0, 40)} request is refused: only the page served by this gateway (${ownOrigin}) may do this`);
 }
 
+/**
+ * Every request, before anything else: a declared body over MAX_BODY_BYTES is refused at once
+ * (Node's parser has already refused a malformed Content-Length: clientErrorResponse). The body is
+ * not read; the server closes the connection after the answer.
+ */
+export function checkDeclaredBody(req: IncomingMessage): void {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES)
+    throw new HttpError(413, 'frame_too_large', `the body has ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted (docs/http.md §Endpoints)`);
+}
+
 /** Reads a JSON object body of at most MAX_BODY_BYTES; an empty body is `{}`. */
 export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES) {
-    req.resume();
-    throw new HttpError(413, 'frame_too_large', `the body has ${declared} bytes; at most ${MAX_BODY_BYTES} are accepted`);
-  }
+  checkDeclaredBody(req);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > MAX_BODY_BYTES) {
-      req.resume();
       throw new HttpError(413, 'frame_too_large', `the body exceeds ${MAX_BODY_BYTES} bytes`);
     }
     chunks.push(chunk);
@@ -92,4 +99,39 @@ export function cookieValue(req: IncomingMessage, name: string): string | undefi
     if (part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
   }
   return undefined;
+}
+
+/**
+ * The answer to a request Node's parser refused before it became a request (a malformed or
+ * contradictory body header, headers too long): the same envelope as every other error, then the
+ * connection is closed (what follows on it cannot be framed). A timeout stays a bare 408.
+ */
+export function clientErrorResponse(e: NodeJS.ErrnoException & { reason?: string }): string {
+  if (e.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
+  const detail = String(e.reason ?? e.message ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 100);
+  let status = 400;
+  let statusText = 'Bad Request';
+  let err: AstraError;
+  if (e.code === 'HPE_INVALID_CONTENT_LENGTH' && /overflow/i.test(detail)) {
+    status = 413;
+    statusText = 'Payload Too Large';
+    err = new AstraError('frame_too_large', `the body's Content-Length is out of range; at most ${MAX_BODY_BYTES} bytes are accepted`);
+  } else if (e.code === 'HPE_INVALID_CONTENT_LENGTH') {
+    err = new AstraError('invalid_request', `Content-Length must be one decimal byte count (${detail}); send the body's length in bytes`);
+  } else if (e.code === 'HPE_UNEXPECTED_CONTENT_LENGTH') {
+    err = new AstraError('invalid_request', `the request has more than one Content-Length (${detail}); send exactly one`);
+  } else if (e.code === 'HPE_INVALID_TRANSFER_ENCODING') {
+    err = new AstraError('invalid_request', `the body's Transfer-Encoding is refused (${detail}); send Content-Length, or Transfer-Encoding: chunked alone`);
+  } else if (e.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    statusText = 'Request Header Fields Too Large';
+    err = new AstraError('invalid_request', 'the request\'s headers are too large (at most 16 KiB); send fewer or shorter headers');
+  } else {
+    err = new AstraError('invalid_request', `the request is not valid HTTP/1.1 (${e.code ?? 'parse error'}: ${detail})`);
+  }
+  const text = JSON.stringify(toEnvelope(err).body);
+  const head = Object.entries({ ...SECURITY_HEADERS, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)), 'Cache-Control': 'no-store', Connection: 'close' })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  return `HTTP/1.1 ${status} ${statusText}\r\n${head}\r\n${text}`;
 }

@@ -12,9 +12,9 @@ import { ASTRA_VERSION, isProcessAlive } from '../../discovery/index.js';
 import { HttpError, sendError, sendJson } from './errors.js';
 import { LeaseStore } from './lease-store.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
-import { prepareDir, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
+import { prepareDir, readLastPort, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
 import { matchRoute, refuseReadOnly } from './routes.js';
-import { checkHost, checkOrigin, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
+import { checkDeclaredBody, checkHost, checkOrigin, clientErrorResponse, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
 import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
 import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
@@ -42,6 +42,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   port: number;
+  /** The port of the last gateway here, when it was taken and this one listens elsewhere. */
+  movedFrom?: number;
   origin: string;
   /** A fresh single-use pairing link. */
   pairLink(readOnly: boolean): string;
@@ -78,12 +80,43 @@ export function validateHost(host: string | undefined): string {
   throw new AstraError('invalid_params', `astra web listens on ${LOOPBACK} only (it hands out control of your sessions); "${host}" is refused. Reach it from elsewhere through an SSH tunnel.`);
 }
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = http.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, LOOPBACK, () => probe.close(() => resolve(true)));
+/** Listens on the port; a port that cannot be had is an error that says why and what to do. */
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const failed = (e: NodeJS.ErrnoException): void => {
+      server.off('listening', listening);
+      if (e.code === 'EADDRINUSE')
+        reject(new AstraError('invalid_state', `port ${port} on ${host} is in use by another program (\`ss -ltnp 'sport = :${port}'\` shows which): stop it, choose another port with --port <n>, or leave --port out to take a free one`, { port, code: e.code }));
+      else if (e.code === 'EACCES')
+        reject(new AstraError('invalid_state', `port ${port} on ${host} may not be used by this user (ports below 1024 need privileges): choose one from 1024 up with --port <n>, or leave --port out`, { port, code: e.code }));
+      else reject(e);
+    };
+    const listening = (): void => {
+      server.off('error', failed);
+      resolve();
+    };
+    server.once('error', failed);
+    server.once('listening', listening);
+    server.listen(port, host);
   });
+}
+
+/** How long a connection closed with its request's body unread still reads (and drops) what the client sends. */
+const LINGER_MS = 2_000;
+
+/**
+ * For a response with `Connection: close` sent before the request's body was read: Node ends the
+ * socket once the answer is written, then destroys it, and a client still uploading would get a
+ * reset that can discard the answer before it reads it. Instead the socket is ended (our FIN after the
+ * answer) and keeps reading, dropping the rest of the body, until the client closes or LINGER_MS.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
 }
 
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
@@ -94,8 +127,9 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const previous = readWebRecord(env);
   if (previous && previous.pid !== process.pid && isProcessAlive(previous.pid))
     throw new AstraError('invalid_state', `a gateway already runs for this user at ${previous.url} (pid ${previous.pid}); \`astra web pair\` prints a link for it`);
-  let port = opts.port ?? 0;
-  if (port === 0 && previous && (await portFree(previous.port))) port = previous.port;
+  const port = opts.port ?? 0;
+  // No port asked for: the last gateway's, so open pages (and their cookie, named after it) find this one.
+  const lastPort = port === 0 ? readLastPort(env) : undefined;
 
   const heartbeatMs = opts.heartbeatMs ?? envNumber(env, 'ASTRA_WEB_HEARTBEAT_MS') ?? DEFAULT_HEARTBEAT_MS;
   const pairing = new Pairing(webFiles(env).auth, opts.codeTtlMs ?? envNumber(env, 'ASTRA_WEB_PAIR_TTL_MS') ?? DEFAULT_CODE_TTL_MS);
@@ -127,7 +161,10 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     (req, res) => {
       void handle(req, res).catch((e: unknown) => {
         if (!(e instanceof AstraError)) log(`internal error on ${req.method} ${(req.url ?? '').split('?')[0]}: ${(e as Error)?.stack ?? String(e)}`);
-        sendError(res, e);
+        // A body left unread (refused before or while reading it) is not drained: the connection ends after the answer.
+        if (req.complete) return sendError(res, e);
+        lingerOnClose(req.socket);
+        sendError(res, e, { Connection: 'close' });
       });
     },
   );
@@ -137,10 +174,10 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     socket.once('close', () => sockets.delete(socket));
     if (sockets.size > maxConnections) overflow.add(socket);
   });
-  server.on('clientError', (e: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return;
-    if (e.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
-    else socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  // A request Node's parser refused (malformed or contradictory body headers, headers too large): the envelope, then close.
+  server.on('clientError', (e: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: http.ServerResponse }) => {
+    if (!socket.writable || socket._httpMessage?.headersSent) return void socket.destroy();
+    socket.end(clientErrorResponse(e));
   });
 
   /** Attacker-chosen header values go into the log only shortened and printable. */
@@ -156,6 +193,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     setSecurityHeaders(res);
+    checkDeclaredBody(req);
     if (overflow.has(req.socket)) {
       res.setHeader('Connection', 'close');
       throw new AstraError('overloaded', `the gateway has ${sockets.size - 1} connections open (at most ${maxConnections}); retry shortly`);
@@ -218,20 +256,27 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     res.end(method === 'HEAD' ? undefined : body);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(e.code === 'EADDRINUSE' ? new AstraError('invalid_state', `port ${port} on ${host} is in use; pick another with --port`) : e),
-    );
-    server.listen(port, host, () => resolve());
-  });
+  let movedFrom: number | undefined;
+  if (lastPort !== undefined) {
+    try {
+      await listen(server, lastPort, host);
+    } catch (e) {
+      if (!(e instanceof AstraError)) throw e;
+      movedFrom = lastPort; // taken by another program: any free port, said aloud (the caller prints it)
+      await listen(server, 0, host);
+    }
+  } else await listen(server, port, host);
   boundPort = (server.address() as { port: number }).port;
   const origin = `http://${LOOPBACK}:${boundPort}`;
   writeWebRecord(env, { pid: process.pid, port: boundPort, url: `${origin}/`, adminSecret, observe: false, startedAt: Date.now() });
+  if (movedFrom !== undefined)
+    log(`port ${movedFrom}, where the last gateway here listened, is taken by another program, so this one listens on ${boundPort}: pages open at :${movedFrom} do not reach it — open the new link (a browser paired on :${movedFrom} pairs again); \`astra web --port ${movedFrom}\` insists on the old port`);
   log(`listening on ${origin}/`);
 
   let closing: Promise<void> | undefined;
   const gateway: Gateway = {
     port: boundPort,
+    ...(movedFrom !== undefined ? { movedFrom } : {}),
     origin,
     pairLink: (readOnly) => `${origin}/#pair=${pairing.newCode(readOnly)}`,
     close: () =>

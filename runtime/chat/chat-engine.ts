@@ -9,6 +9,7 @@ import { isAstraError, type EventData } from '../../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from '../engine.js';
 import { isChatEngineContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
+import { DeltaPacer } from './delta-pacer.js';
 import { ModelCancelledError, ModelError, streamChatCompletion } from './model-stream.js';
 import { CHAT_CONFIG_DEFAULTS, parseChatOptions, type ChatEngineConfig } from './options.js';
 import { formatToolOutput } from './tool-output.js';
@@ -117,11 +118,8 @@ async function runChatTurn(ctx: ChatEngineContext, cfg: ChatEngineConfig): Promi
 }
 
 /**
- * One model request, streamed as message.delta events: what arrives in one tick is one event, and
- * after one event the next waits until deltaIntervalMs have passed (text arriving meanwhile joins
- * it). The first of an answer, and the first after a pause as long, goes out in the tick its text
- * arrived. Why the interval: without it the events of a fast stream are as many as the reads the
- * daemon makes, so the faster the daemon reads, the more events every subscriber must wake for.
+ * One model request, streamed as message.delta events paced by deltaIntervalMs (delta-pacer.ts: what
+ * arrives in one tick is one event; the next waits for the interval, text arriving meanwhile joining it).
  */
 async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEngineConfig, messages: ChatMessage[]): Promise<Answer> {
   const opts = ctx.engineOptions;
@@ -130,31 +128,14 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
   // part per read would be flattened while that event is encoded, on the event loop).
   const parts: string[] = [];
   const answerText = () => (parts.length === 1 ? parts[0]! : parts.join(''));
-  let pending = '';
-  // One of the two is set while a flush is due. Apart: clearImmediate on a Timeout corrupts Node's
-  // immediate queue (it unlinks the timer and miscounts the immediates), and a delta then waits.
-  let immediate: NodeJS.Immediate | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let lastDelta = -Infinity;
   let behind = false;
-  const flush = () => {
-    if (immediate) clearImmediate(immediate);
-    if (timer) clearTimeout(timer);
-    immediate = timer = undefined;
-    if (!pending) return;
-    lastDelta = performance.now();
-    if (!emit('message.delta', { turnId, text: pending })) behind = true;
-    pending = '';
-  };
-  const schedule = () => {
-    const wait = lastDelta + cfg.deltaIntervalMs - performance.now();
-    // setImmediate runs right after the poll phase that read the chunk: no added latency. A timer
-    // counts from the event loop's time of this iteration, which can be behind: it may fire early,
-    // and then waits the rest.
-    timer = immediate = undefined;
-    if (wait > 0) timer = setTimeout(schedule, Math.ceil(wait));
-    else immediate = setImmediate(flush);
-  };
+  const pacer = new DeltaPacer(
+    cfg.deltaIntervalMs,
+    (text) => {
+      if (!emit('message.delta', { turnId, text })) behind = true;
+    },
+    cfg.now,
+  );
   let finishReason = '';
   let toolCalls: ToolCall[] = [];
   let usage: { promptTokens: number; completionTokens: number } | undefined;
@@ -174,8 +155,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
     for await (const part of stream) {
       if (part.type === 'text') {
         parts.push(part.text);
-        pending += part.text;
-        if (!immediate && !timer) schedule();
+        pacer.push(part.text);
       } else if (part.type === 'usage') usage = { promptTokens: part.promptTokens, completionTokens: part.completionTokens };
       else {
         finishReason = part.finishReason;
@@ -189,7 +169,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       }
     }
   } catch (e) {
-    flush();
+    pacer.flush();
     const text = answerText();
     if (e instanceof ModelCancelledError || ctx.signal.aborted) {
       emit('message.completed', { turnId, text, finishReason: 'cancelled' });
@@ -199,7 +179,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
     if (e instanceof ModelError) return { kind: 'failed', error: e };
     return { kind: 'failed', error: { code: 'chat_internal', message: `the chat engine failed unexpectedly (${(e as Error).message}); the daemon log may say more`, retryable: false } };
   }
-  flush();
+  pacer.flush();
   const text = answerText();
   // Ollama says `stop` when it asks for a tool: the calls decide.
   emit('message.completed', { turnId, text, finishReason: toolCalls.length > 0 ? 'tool_calls' : finishReason });

@@ -41,6 +41,8 @@ export interface ChatEngineConfig {
   deltaIntervalMs: number;
   /** HTTPS_PROXY, HTTP_PROXY, NO_PROXY (or lowercase) of the daemon's environment; absent: none set. */
   proxy?: ProxySettings;
+  /** The clock deltaIntervalMs is measured by, ms (default performance.now; tests drive it). */
+  now?: () => number;
 }
 
 export const CHAT_CONFIG_DEFAULTS: ChatEngineConfig = {

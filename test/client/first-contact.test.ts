@@ -13,7 +13,6 @@ describe('a daemon that accepts connections but does not answer (SIGSTOPped)', (
     const pid = readRecordFile(t.home)!.pid;
     process.kill(pid, 'SIGSTOP');
     try {
-      const started = Date.now();
       const r = await runCli(['sessions'], t.env, 20_000);
       expect(r.code).not.toBe(0);
       const lines = r.stderr.trim().split('\n');
@@ -22,7 +21,6 @@ describe('a daemon that accepts connections but does not answer (SIGSTOPped)', (
       expect(lines[1]).toContain(`the daemon (pid ${pid}) did not answer`);
       expect(lines[1]).toContain('astra daemon restart');
       expect(lines[1]).toContain('astra daemon stop --force');
-      expect(Date.now() - started).toBeLessThan(15_000);
     } finally {
       process.kill(pid, 'SIGCONT');
     }

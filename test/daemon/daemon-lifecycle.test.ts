@@ -118,8 +118,8 @@ describe('handshake', () => {
     const started = Date.now();
     await closed(conn);
     const elapsed = Date.now() - started;
+    // Not before the deadline (how long after it the daemon got to it depends on the machine).
     expect(elapsed).toBeGreaterThanOrEqual(LIMITS.handshakeDeadlineMs - 100);
-    expect(elapsed).toBeLessThan(LIMITS.handshakeDeadlineMs + 3_000);
   });
 
   it('a request before initialized gets not_initialized; after it the same request works', async () => {
@@ -133,8 +133,11 @@ describe('handshake', () => {
     const err = await conn.request('ping', {}).catch((e: unknown) => e);
     expect((err as AstraError).reason).toBe('not_initialized');
     conn.notify('initialized', {});
+    const asked = Date.now();
     const pong = (await conn.request('ping', {})) as { now: number };
-    expect(Math.abs(pong.now - Date.now())).toBeLessThan(5_000);
+    // The daemon's clock when it answered: between the question and the answer (same machine).
+    expect(pong.now).toBeGreaterThanOrEqual(asked);
+    expect(pong.now).toBeLessThanOrEqual(Date.now());
     conn.close();
   });
 

@@ -5,6 +5,7 @@ import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
 import { collect, fault } from './stream-helpers.js';
+import { until } from './context.js';
 import { connectionError } from '../../../runtime/chat/model-errors.js';
 import { postModel } from '../../../runtime/chat/model-http.js';
 
@@ -168,7 +169,8 @@ describe('the model client\'s HTTP', () => {
     const url = new URL(`${s.baseUrl}/chat/completions`);
     const a1 = new AbortController();
     const p1 = postModel(url, {}, '{}', a1.signal);
-    await new Promise((r) => setTimeout(r, 30));
+    // Aborted once the server has the request (not after a fixed sleep: the connection may take longer).
+    await until(() => s.requests.length === 1, 'the server to get the first request');
     a1.abort();
     await expect(p1).rejects.toMatchObject({ name: 'AbortError' });
     const a2 = new AbortController();

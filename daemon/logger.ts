@@ -7,6 +7,7 @@
 // many were dropped; daemon/status shows the count.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ensureDir } from '../discovery/index.js';
 import { pino, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
@@ -78,7 +79,7 @@ class LogFile {
 const files = new WeakMap<Logger, LogFile>();
 
 export function createLogger(logFile: string, level: string, opts: LoggerOptions = {}): Logger {
-  fs.mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
+  ensureDir(path.dirname(logFile), "Astra's log directory");
   // The log holds command lines and paths: private, like everything else of the daemon's.
   const file = new LogFile(fs.openSync(logFile, 'a', 0o600), opts.tee);
   const logger = pino(

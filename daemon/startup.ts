@@ -1,10 +1,9 @@
 // Start-up arbitration (docs/design-notes.md, "Locks"): of daemons started at once, exactly one serves. The
 // instance lock serializes start-ups; a live daemon keeps it fresh, a SIGKILLed one's goes stale
 // within INSTANCE_LOCK.stale. The socket bind stays the final arbiter.
-import fs from 'node:fs';
 import { AstraError } from '../protocol/index.js';
 import { checkSocketPath } from '../ipc/index.js';
-import { acquireLock, ensurePrivateDir, probeSocket, removeStaleSocket, tryAcquireLock, type AstraPaths } from '../discovery/index.js';
+import { acquireLock, ensureDir, ensurePrivateDir, probeSocket, removeStaleSocket, tryAcquireLock, type AstraPaths } from '../discovery/index.js';
 import type { Logger } from './logger.js';
 
 const INSTANCE_LOCK = {
@@ -20,7 +19,7 @@ const INSTANCE_LOCK = {
  */
 export async function arbitrate(paths: AstraPaths, endpoint: string, log: Logger): Promise<(() => Promise<void>) | undefined> {
   ensurePrivateDir(paths.runtimeDir);
-  fs.mkdirSync(paths.dataDir, { recursive: true, mode: 0o700 });
+  ensureDir(paths.dataDir, "Astra's data directory");
   checkSocketPath(endpoint);
   let release = await tryAcquireLock(paths.instanceLockPath, INSTANCE_LOCK);
   if (!release) {

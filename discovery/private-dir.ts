@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AstraError } from '../protocol/index.js';
+import { MakeDirsError, makeDirs } from '../durable/index.js';
 
 export type UnsafeDirProblem = 'symlink' | 'not_directory' | 'wrong_owner' | 'open_permissions' | 'cannot_create';
 
@@ -11,10 +12,12 @@ export type UnsafeDirProblem = 'symlink' | 'not_directory' | 'wrong_owner' | 'op
 export function ensurePrivateDir(dir: string): void {
   let created: string | undefined;
   try {
-    created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    created = makeDirs(dir, 0o700);
   } catch (e) {
-    // EEXIST/ENOTDIR (a dangling symlink, a file in the way) are diagnosed by the checks below.
-    if (!fs.existsSync(dir) && !isSymlink(dir)) throw unsafeDir(dir, whyNotCreated(dir, e));
+    // A symlink or a file in the place of `dir` itself is diagnosed by the checks below.
+    if (!(e instanceof MakeDirsError) || e.path !== path.resolve(dir) || !(fs.existsSync(dir) || isSymlink(dir))) {
+      throw unsafeDir(dir, whyNotCreated(e));
+    }
   }
   // A directory we just made gets exactly 0700 whatever the umask.
   if (created !== undefined && process.platform !== 'win32') {
@@ -54,38 +57,11 @@ function unsafeDir(dir: string, found: { problem: UnsafeDirProblem; detail: stri
   );
 }
 
-/**
- * Why `dir` could not be made. A recursive mkdir reports ENOENT for a parent it could not create
- * (on a read-only file system, say), so the path is walked down from its deepest existing ancestor
- * to find the real cause and where it is.
- */
-function whyNotCreated(dir: string, e: unknown): { problem: UnsafeDirProblem; detail: string } {
-  const blocker = firstNonDirectory(dir);
-  if (blocker) return { problem: 'cannot_create', detail: `${blocker} is a file, not a directory, so it cannot be created (remove or rename that file)` };
-  const missing: string[] = [];
-  for (let p = path.resolve(dir); !fs.existsSync(p); p = path.dirname(p)) missing.unshift(p);
-  const probed: string[] = [];
-  try {
-    for (const p of missing) {
-      try {
-        fs.mkdirSync(p, { mode: 0o700 });
-        probed.push(p);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
-        if (code === 'EROFS') return { problem: 'cannot_create', detail: `${path.dirname(p)} is on a read-only file system (EROFS), so it cannot be created` };
-        if (code === 'EACCES' || code === 'EPERM') return { problem: 'cannot_create', detail: `you may not create ${p} (${code})` };
-        return { problem: 'cannot_create', detail: `${p} cannot be created (${code})` };
-      }
-    }
-  } finally {
-    // Only probing: what to create stays the caller's decision.
-    for (const p of probed.reverse()) {
-      try {
-        fs.rmdirSync(p);
-      } catch {
-        // someone else's now
-      }
-    }
+/** Why `dir` could not be made, in the words of durable/makeDirs (the level that failed and its cause). */
+function whyNotCreated(e: unknown): { problem: UnsafeDirProblem; detail: string } {
+  if (e instanceof MakeDirsError) {
+    const fix = e.code === 'ENOTDIR' ? ' (remove or rename that file)' : '';
+    return { problem: 'cannot_create', detail: `it cannot be created: ${e.detail}${fix}` };
   }
   return { problem: 'cannot_create', detail: `it cannot be created (${(e as NodeJS.ErrnoException).code ?? String(e)})` };
 }
@@ -117,10 +93,22 @@ function isSymlink(p: string): boolean {
   }
 }
 
-/** For data and log directories: created 0700 when missing, and must be a directory (symlinks allowed). */
-export function ensureDir(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (!fs.statSync(dir).isDirectory()) {
-    throw new AstraError('invalid_state', `${dir} exists but is not a directory; remove it or set ASTRA_HOME.`, { dir });
+/**
+ * For data and log directories: created 0700 when missing, and must be a directory (symlinks
+ * allowed). `what` names it in the error ("Astra's data directory").
+ */
+export function ensureDir(dir: string, what = 'a directory Astra needs'): void {
+  try {
+    makeDirs(dir, 0o700);
+  } catch (e) {
+    if (!(e instanceof MakeDirsError)) throw e;
+    const fix = e.code === 'ENOSPC' || e.code === 'EDQUOT'
+      ? 'free some space there'
+      : 'set ASTRA_HOME to a directory you can write (on a writable file system)' + (e.code === 'ENOTDIR' ? ', or move that file away' : '');
+    throw new AstraError('invalid_state', `Cannot create ${what} ${dir}: ${e.detail}. To fix it, ${fix}.`, {
+      dir,
+      path: e.path,
+      code: e.code,
+    });
   }
 }

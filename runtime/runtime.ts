@@ -11,6 +11,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { makeDirs } from '../durable/index.js';
 import type { EventData, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
 import { AstraError, LIMITS, isAstraError } from '../protocol/index.js';
 import { Approvals } from './approvals.js';
@@ -108,7 +109,7 @@ export class Runtime {
    */
   static async open(opts: RuntimeOptions): Promise<Runtime> {
     const rt = new Runtime(opts);
-    fs.mkdirSync(rt.sessionsDir, { recursive: true, mode: 0o700 });
+    makeDirs(rt.sessionsDir);
     const recover: string[] = [];
     for (const name of fs.readdirSync(rt.sessionsDir)) {
       if (!SESSION_ID_RE.test(name)) continue;

@@ -5,6 +5,7 @@
 // the composition and the FeedSource it implements for its feeds, with nothing else in it.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { makeDirs } from '../durable/index.js';
 import type { EventData, EventType, Session, SessionEvent, SessionState as SessionStatus } from '../protocol/index.js';
 import { AstraError } from '../protocol/index.js';
 import { eventFromBody, mapBody, packInternal, storedFromRecord, unpackInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
@@ -109,7 +110,7 @@ export class SessionHost implements FeedSource {
 
   /** Creates the session's directory and journal; on failure (a full disk) removes what it made. */
   static async create(dir: string, meta: SessionMeta, opts: HostOptions, settings: object, createIdem?: { key: string; fingerprint: string }): Promise<SessionHost> {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirs(dir);
     const host = new SessionHost(dir, meta, opts);
     try {
       host.attach(await SessionJournal.create(host.journalFile, { directIO: opts.directIO }), 0);

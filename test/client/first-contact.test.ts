@@ -40,6 +40,35 @@ describe('an ASTRA_HOME Astra cannot use', () => {
     expect(r.stderr).not.toContain('ENOTDIR');
   });
 
+  // Node's recursive mkdir never returns there (ENOENT for a child of an existing directory, EEXIST
+  // for the parent, for ever); a child process with a deadline, so a regression fails, not hangs.
+  it.runIf(process.platform === 'linux')('under /proc: one line naming the directory that cannot be made and the fix, at once', async () => {
+    const t = testHome();
+    const r = await runCli(['new'], { ...t.env, ASTRA_HOME: '/proc/astra-test-home' }, 20_000);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('/proc/astra-test-home/run');
+    expect(r.stderr).toContain('/proc does not allow directories to be made in it');
+    expect(r.stderr).toContain('set ASTRA_HOME to a directory you can write');
+    expect(fs.existsSync('/proc/astra-test-home')).toBe(false);
+  });
+
+  it.runIf(process.platform === 'linux')('a data or log directory under /proc (XDG_DATA_HOME, XDG_STATE_HOME): the error names it and the fix, nothing spins', async () => {
+    const t = testHome();
+    const base: NodeJS.ProcessEnv = { ...t.env, HOME: t.home, XDG_RUNTIME_DIR: path.join(t.home, 'xrun') };
+    delete base.ASTRA_HOME;
+    fs.mkdirSync(base.XDG_RUNTIME_DIR!, { mode: 0o700 });
+    const data = await runCli(['new'], { ...base, XDG_DATA_HOME: '/proc/astra-test-data', XDG_STATE_HOME: path.join(t.home, 'state') }, 30_000);
+    expect(data.code).not.toBe(0);
+    expect(data.stderr).toMatch(/exited with code 2 before answering/);
+    expect(data.stderr).toContain("Cannot create Astra's data directory /proc/astra-test-data/astra");
+    expect(data.stderr).toContain('set ASTRA_HOME to a directory you can write');
+    const logs = await runCli(['new'], { ...base, XDG_DATA_HOME: path.join(t.home, 'data'), XDG_STATE_HOME: '/proc/astra-test-state' }, 30_000);
+    expect(logs.code).not.toBe(0);
+    expect(logs.stderr.trim().split('\n')).toHaveLength(1);
+    expect(logs.stderr).toContain("annot create Astra's log directory /proc/astra-test-state/astra");
+  });
+
   it('relative: refused with the reason, naming what was given', async () => {
     const t = testHome();
     const r = await runCli(['sessions'], { ...t.env, ASTRA_HOME: 'relative/home' });

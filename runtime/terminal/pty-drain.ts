@@ -9,6 +9,11 @@
 // cut from the output) the terminal is closed and the exit reported. Everything here leans on
 // node-pty's internals (`_pty`, `_socket`, `once('close')` from its exit handler): the version is
 // pinned and pty-command's tests fail if they change.
+//
+// The marker is written without blocking: when reading is paused (the consumer is behind — a full
+// disk holds a session's output for as long as it lasts) the terminal's buffer may be full, and a
+// blocking write would stop the daemon's event loop, and with it the very reads it waits for.
+// What does not fit is written again a little later.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { PtyProcess } from './pty-command.js';
@@ -22,6 +27,8 @@ interface NodePtyInternals {
 
 /** If the marker never comes (reading stays paused, the terminal is wedged), close after this anyway. */
 const MARKER_DEADLINE_MS = 10_000;
+/** While the terminal's buffer has no room for the marker, it is tried again this often. */
+const MARKER_RETRY_MS = 20;
 
 export interface DrainGuard {
   /** Output bytes as read; returns the bytes to pass on (the marker and what follows it cut). */
@@ -39,7 +46,7 @@ export function guardTerminalDrain(proc: PtyProcess): DrainGuard {
   if (process.platform !== 'linux' || typeof internals._pty !== 'string' || !socket || typeof once !== 'function') return passThrough;
   let fd: number | undefined;
   try {
-    fd = fs.openSync(internals._pty, fs.constants.O_RDWR | fs.constants.O_NOCTTY);
+    fd = fs.openSync(internals._pty, fs.constants.O_RDWR | fs.constants.O_NOCTTY | fs.constants.O_NONBLOCK);
   } catch {
     return passThrough;
   }
@@ -48,9 +55,14 @@ export function guardTerminalDrain(proc: PtyProcess): DrainGuard {
   let state: 'running' | 'draining' | 'closed' = 'running';
   let carry = Buffer.alloc(0);
   let deadline: NodeJS.Timeout | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  /** The part of the marker not yet written. */
+  let unwritten = marker;
   const destroy = socket.destroy.bind(socket);
   const close = () => {
     if (deadline) clearTimeout(deadline);
+    if (retry) clearTimeout(retry);
+    retry = undefined;
     if (fd !== undefined) {
       try {
         fs.closeSync(fd);
@@ -66,15 +78,21 @@ export function guardTerminalDrain(proc: PtyProcess): DrainGuard {
     close();
     destroy();
   };
+  const writeMarker = () => {
+    retry = undefined;
+    if (state !== 'draining' || fd === undefined) return;
+    try {
+      unwritten = unwritten.subarray(fs.writeSync(fd, unwritten));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') return finishDrain();
+    }
+    if (unwritten.length > 0) retry = setTimeout(writeMarker, MARKER_RETRY_MS);
+  };
   const startDrain = () => {
     if (state !== 'running' || fd === undefined) return;
     state = 'draining';
-    try {
-      fs.writeSync(fd, marker);
-      deadline = setTimeout(finishDrain, MARKER_DEADLINE_MS);
-    } catch {
-      finishDrain();
-    }
+    deadline = setTimeout(finishDrain, MARKER_DEADLINE_MS);
+    writeMarker();
   };
   // node-pty's own timer (200 ms after the exit) must not cut the drain short; should the exit hook
   // below ever miss, that timer still starts the drain.

@@ -2,7 +2,8 @@
 // acquiring and taking control, losing it (takeover, expiry), taking it when it comes free (unless
 // it was taken from this terminal on purpose), and the approval prompt of the controller.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import type { AstraClient, ApprovalRequest, LeaseLost } from '../client/index.js';
+import type { AstraClient, ApprovalRequest, ControllerLease, LeaseLost } from '../client/index.js';
+import type { AttachLeaseFile } from './attach-resume.js';
 import { describeHolder, holderOf, type HolderLike } from './session-util.js';
 
 export interface ControlHost {
@@ -43,6 +44,8 @@ export class AttachControl {
   constructor(
     private readonly host: ControlHost,
     session: Session,
+    /** Where the lease's resume token is kept for a re-run after a crash (attach-resume.ts). */
+    private readonly leaseFile: AttachLeaseFile,
   ) {
     if (session.controller) {
       const c = session.controller;
@@ -66,11 +69,16 @@ export class AttachControl {
 
   async tryAcquire(takeover: boolean, initial: boolean): Promise<void> {
     const h = this.host;
+    // The previous attach in this terminal crashed holding control: its token reclaims it in grace.
+    const saved = initial ? this.leaseFile.reclaimable() : undefined;
+    const inGrace = this.controllerGraceUntil !== undefined;
     try {
-      await h.client.acquireController(h.id, { takeover });
+      const lease = await h.client.acquireController(h.id, { takeover, ...(saved ? { resumeToken: saved.resumeToken } : {}) });
+      this.leaseFile.save(lease);
       this.leaseNote = undefined;
       this.displaced = false;
-      if (!initial || takeover) h.notice(takeover ? `you took control of ${h.id}` : `you control ${h.id}`, 'green');
+      if (saved && inGrace) h.notice(`you control ${h.id} again: reclaimed from the attach in this terminal that ended without releasing it`, 'green');
+      else if (!initial || takeover) h.notice(takeover ? `you took control of ${h.id}` : `you control ${h.id}`, 'green');
     } catch (e) {
       if (isAstraError(e, 'lease_held')) {
         const holder = holderOf(e);
@@ -85,8 +93,19 @@ export class AttachControl {
     h.refresh();
   }
 
+  /** The client reclaimed the lease after a reconnect: its token changed. */
+  onLeaseReclaimed(lease: ControllerLease): void {
+    if (lease.sessionId === this.host.id) this.leaseFile.save(lease);
+  }
+
+  /** Leaving: the token is kept only while control may still be reclaimed (the release did not happen). */
+  forgetLease(released: boolean): void {
+    if (released) this.leaseFile.remove();
+  }
+
   onLeaseLost({ sessionId, reason, holder }: LeaseLost): void {
     if (sessionId !== this.host.id) return;
+    this.leaseFile.remove();
     const newHolder = holder ?? this.controller ?? undefined;
     const by = reason === 'takeover' && newHolder ? ` by ${describeHolder(newHolder)}` : '';
     this.leaseNote = reason === 'takeover' ? `taken over${by}` : `lost (${reason})`;

@@ -17,11 +17,14 @@
 // The parts: attach-keys.ts (what keys do), attach-input.ts (prefix, input batching),
 // attach-program.ts (the running program's terminal: screen, keys, size), attach-view.ts (the one
 // writer; lines and footer), attach-terminal.ts (the raw screen; raw mode, signals, restore),
-// attach-status.ts (status texts), attach-control.ts (control: leases and approvals). This file is
-// about 400 lines with this header: one terminal's state, its events and its leaving.
+// attach-status.ts (status texts), attach-control.ts (control: leases and approvals),
+// attach-resume.ts (the resume token kept for a re-run after a crash), attach-connection.ts (the
+// daemon connection: lost, back, stopped). This file: one terminal's state, its events and its leaving.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
+import { AttachConnection } from './attach-connection.js';
 import { AttachControl } from './attach-control.js';
+import { AttachLeaseFile, terminalName } from './attach-resume.js';
 import { DEFAULT_PREFIX_KEY, parsePrefixKey } from './attach-input.js';
 import { ProgramTerminal } from './attach-program.js';
 import { AttachKeys, type KeyHost } from './attach-keys.js';
@@ -82,7 +85,7 @@ class Attach implements KeyHost {
   private readonly terminal: UserTerminal;
   runningTurnId: string | undefined;
   cancelRequested = false;
-  private connection: 'connected' | 'reconnecting' | 'stopped' = 'connected';
+  private readonly connection: AttachConnection;
   private live = false;
   private historyNoted = false;
   private sawEvent = false;
@@ -90,8 +93,6 @@ class Attach implements KeyHost {
   private note: { text: string; timer: NodeJS.Timeout } | undefined;
   private finished: ((code: number) => void) | undefined;
   ending = false;
-  /** The daemon was stopped on purpose; Enter starts it again, Ctrl-D leaves. */
-  daemonStopped = false;
   private readonly cleanups: (() => void)[] = [];
 
   constructor(
@@ -110,7 +111,9 @@ class Attach implements KeyHost {
     this.id = session.id;
     this.title = session.title;
     this.runningTurnId = session.runningTurnId;
-    this.control = new AttachControl(this, session);
+    const leaseFile = new AttachLeaseFile(io.env, session.id, terminalName(io.stdin), (text) => this.notice(text, 'yellow'));
+    this.control = new AttachControl(this, session, leaseFile);
+    this.connection = new AttachConnection(this, io.env);
     this.keys = new AttachKeys(this, prefix);
     this.terminal = new UserTerminal(io, {
       data: (d) => this.keys.feed(d),
@@ -121,6 +124,11 @@ class Attach implements KeyHost {
       emergencyBytes: () => this.view.emergencyBytes(),
     });
     this.program = new ProgramTerminal(this);
+  }
+
+  /** The daemon was stopped on purpose; Enter starts it again, Ctrl-D leaves. */
+  get daemonStopped(): boolean {
+    return this.connection.daemonStopped;
   }
 
   get isController(): boolean {
@@ -145,7 +153,7 @@ class Attach implements KeyHost {
 
   async run(): Promise<number> {
     const done = new Promise<number>((resolve) => (this.finished = resolve));
-    this.wireClient();
+    this.cleanups.push(this.connection.wire());
     this.terminal.watch();
     this.cleanups.push(() => this.terminal.stop());
     // The handler goes in before acquiring: a grant re-offers pending approvals at once.
@@ -183,35 +191,7 @@ class Attach implements KeyHost {
     return done;
   }
 
-  // ---- the client and the session ----
-
-  private wireClient(): void {
-    const c = this.client;
-    this.cleanups.push(
-      c.on('disconnected', ({ daemonShuttingDown }) => {
-        this.connection = 'reconnecting';
-        this.notice(`connection to the daemon lost${daemonShuttingDown ? ' (it is shutting down)' : ''}; reconnecting…`, 'yellow');
-        this.refresh();
-      }),
-      // daemonRestarted comes just before reconnected, which says it in the same line.
-      c.on('reconnected', ({ daemonRestarted, daemonPid }) => {
-        this.connection = 'connected';
-        this.notice(`reconnected${daemonRestarted ? ` to a restarted daemon (pid ${daemonPid})` : ''}${this.isController ? '; still the controller' : ''}`, 'green');
-        this.refresh();
-      }),
-      c.on('leaseLost', (info) => this.control.onLeaseLost(info)),
-      // A deliberate stop stays a stop: the client does not respawn the daemon; this terminal asks.
-      c.on('stopped', () => {
-        this.daemonStopped = true;
-        this.connection = 'stopped';
-        this.notice('the daemon was stopped (astra daemon stop); press Enter to start it and reattach, or Ctrl-D to leave', 'yellow');
-        this.refresh();
-      }),
-      c.on('error', (e) => {
-        if (c.state === 'closed') void this.end(1, [`astra: ${e.message}`]);
-      }),
-    );
-  }
+  // ---- the session's events ----
 
   private onEvent(event: SessionEvent): void {
     // A backlog that does not start at the session's beginning was cut to the recent history.
@@ -289,23 +269,7 @@ class Attach implements KeyHost {
 
   /** Enter after a deliberate stop: start a daemon, reattach, and take control again if this terminal had it. */
   restartDaemon(): void {
-    void (async () => {
-      this.daemonStopped = false;
-      this.connection = 'reconnecting';
-      const wasController = this.isController;
-      this.notice('starting the daemon…', 'yellow');
-      this.refresh();
-      try {
-        await this.client.resume({ timeoutMs: 30_000 });
-      } catch (e) {
-        await this.end(1, [`astra: could not start the daemon again: ${e instanceof Error ? e.message : String(e)}`]);
-        return;
-      }
-      this.connection = 'connected';
-      this.refresh();
-      // A lease the new daemon could not reclaim was reported lost: ask for control as attaching does.
-      if (wasController && !this.isController && !this.opts.observe) await this.control.tryAcquire(false, false);
-    })();
+    this.connection.restartDaemon();
   }
 
   cancelTurn(): void {
@@ -378,7 +342,7 @@ class Attach implements KeyHost {
       readOnly: Boolean(this.opts.observe),
       ...this.control.statusState(),
       turn: this.control.approvalPending ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle',
-      connection: this.connection === 'connected' ? (this.live ? 'live' : 'replaying') : this.connection,
+      connection: this.connection.state === 'connected' ? (this.live ? 'live' : 'replaying') : this.connection.state,
       approvalAsked,
       input: '',
       editor: me && !approvalAsked && !this.daemonStopped ? this.keys.editor : undefined,
@@ -411,12 +375,15 @@ class Attach implements KeyHost {
     this.control.dropApproval(new AstraError('not_controller', 'the terminal detached'));
     if (terminalGone) this.view.abandon();
     else this.view.close(lines);
+    const lease = this.client.heldLeases.get(this.id);
     try {
       // Releasing (not just disconnecting) leaves the turn running and control free at once.
       await this.client.close({ releaseLeases: true });
     } catch {
       // closing anyway
     }
+    // Not released (the daemon could not be reached): the token stays, so a re-run reclaims control.
+    this.control.forgetLease(!lease || lease.lost === 'released');
     this.finished?.(code);
   }
 }

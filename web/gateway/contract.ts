@@ -201,6 +201,19 @@ export const ENDPOINTS: Endpoint[] = [
   },
   {
     method: 'POST',
+    path: '/v1/tab/release',
+    summary:
+      'The tab is going away (the page sends it with navigator.sendBeacon on pagehide): gives up control of every session it holds and closes its daemon connection. The tab is named by ?tab= (a beacon cannot send headers); no body.',
+    auth: true,
+    guarded: true,
+    writes: false,
+    query: { tab: 'the tab id' },
+    request: obj({}),
+    status: 200,
+    response: obj({ released: arr(str()) }),
+  },
+  {
+    method: 'POST',
     path: '/v1/approvals/{id}',
     summary:
       'Answers a pending approval as the session\'s controller (the daemon\'s approval/answer). A stale revision or an expired approval is 409 approval_expired; one no longer pending (answered, withdrawn) is 404 not_found.',

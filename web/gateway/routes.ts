@@ -8,7 +8,8 @@ import { MAX_BODY_BYTES, readJsonBody } from './security.js';
 import type { SessionFeeds } from './session-feed.js';
 import { EventStream, type StreamOptions } from './sse.js';
 import { eventToJson } from './sse-frames.js';
-import type { Tab, Tabs } from './tabs.js';
+import type { Tabs } from './tab-registry.js';
+import type { Tab } from './tabs.js';
 import { ENDPOINTS, STREAM_EVENTS, type Endpoint } from './contract.js';
 
 export interface RouteContext {
@@ -212,6 +213,12 @@ const handlers: Record<string, { handler: Handler }> = {
     handler: async ({ res, tab }, [id]) => {
       await tab.daemon();
       sendJson(res, 200, { sessionId: id, released: await tab.releaseLease(id!) });
+    },
+  },
+  'POST /v1/tab/release': {
+    handler: async ({ req, res, tab, tabs }) => {
+      await bodyOf(req, 'POST /v1/tab/release');
+      sendJson(res, 200, { released: await tabs.release(tab) });
     },
   },
   'POST /v1/approvals/{id}': {

@@ -17,7 +17,8 @@ import { matchRoute, refuseReadOnly } from './routes.js';
 import { checkDeclaredBody, checkHost, checkOrigin, clientErrorResponse, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
 import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
-import { DEFAULT_TAB_LIMITS, TAB_ID, Tabs, type TabLimits } from './tabs.js';
+import { DEFAULT_TAB_LIMITS, Tabs, type TabLimits } from './tab-registry.js';
+import { TAB_ID } from './tabs.js';
 
 export const LOOPBACK = '127.0.0.1';
 const DEFAULT_MAX_CONNECTIONS = 128;

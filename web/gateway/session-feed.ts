@@ -240,7 +240,7 @@ export class SessionFeeds {
 
   constructor(env: NodeJS.ProcessEnv, clientVersion: string, leaseStore: LeaseStore) {
     // A read-only client of the gateway's own: it holds no lease and is offered no approvals.
-    this.link = new Tab('gateway:feed', 'feed', { id: 'gateway', readOnly: true }, env, clientVersion, 0, leaseStore, 'astra web feed');
+    this.link = new Tab('gateway:feed', 'feed', { id: 'gateway', readOnly: true }, env, clientVersion, 0, leaseStore, undefined, 'astra web feed');
   }
 
   /** Asks for the session's feed (made on first use, from the stream's last seq); the stream joins when it can. */

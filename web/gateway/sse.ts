@@ -292,7 +292,7 @@ export class EventStream implements FeedMember {
     this.leaveFeed();
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.tab.streams.get(this.sessionId) === this) this.tab.streams.delete(this.sessionId);
-    this.tab.lastUsed = Date.now();
+    this.tab.streamEnded();
     this.res.end();
     void (async () => {
       await this.subscribing;

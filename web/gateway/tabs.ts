@@ -1,6 +1,6 @@
 // One browser tab = one client of the daemon (docs/http.md §Tabs): its own AstraClient connection,
-// hence its own client identity, lease and resume token, exactly like a terminal. This module owns
-// the tabs, their pending approval prompts, and the tab limits.
+// hence its own client identity, lease and resume token, exactly like a terminal. This module owns a
+// tab's client, its leases and its pending approval prompts; tab-registry.ts the set of tabs and their limits.
 import { AstraClient, type ApprovalRequest, type ControllerLease } from '../../client/index.js';
 import { AstraError, isAstraError, type Decision } from '../../protocol/index.js';
 import { isProcessAlive, readRecord, resolvePaths } from '../../discovery/index.js';
@@ -10,19 +10,6 @@ import type { Grant } from './pairing.js';
 import type { EventStream } from './sse.js';
 
 export const TAB_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-export interface TabLimits {
-  /** Tabs for one paired browser. */
-  tabsPerBrowser: number;
-  /** Tabs in all. */
-  tabs: number;
-  /** Open event streams of one tab. */
-  streamsPerTab: number;
-  /** A tab with no open stream and no request for this long is closed (its leases enter their grace). */
-  idleMs: number;
-}
-
-export const DEFAULT_TAB_LIMITS: TabLimits = { tabsPerBrowser: 16, tabs: 64, streamsPerTab: 8, idleMs: 120_000 };
 
 const REMEMBERED_DECISIONS = 256;
 /** Approval ids remembered with their session (from prompts and streamed events), for answers that name no sessionId. */
@@ -76,9 +63,17 @@ export class Tab {
     private readonly clientVersion: string,
     readonly limitStreams: number,
     private readonly leaseStore: LeaseStore,
+    /** Called when the tab's last event stream ends. */
+    private readonly onStreamsGone: () => void = () => undefined,
     /** The connection's name at the daemon (default: `astra web tab|observer <browser>/<tab>`). */
     private readonly name?: string,
   ) {}
+
+  /** An event stream of this tab ended (sse.ts). */
+  streamEnded(): void {
+    this.lastUsed = Date.now();
+    if (this.streams.size === 0) this.onStreamsGone();
+  }
 
   get readOnly(): boolean {
     return this.grant.readOnly;
@@ -155,6 +150,20 @@ export class Tab {
   /** Keeps a granted lease's resume token for a restarted gateway (lease-store.ts). */
   rememberLease(lease: ControllerLease): void {
     this.leaseStore.remember(this.key, lease.sessionId, lease.resumeToken);
+  }
+
+  /** Releases control of every session this tab holds (the page is going away); the ids released. */
+  async releaseAll(): Promise<string[]> {
+    const held = [...(this.client?.heldLeases.keys() ?? [])];
+    const released: string[] = [];
+    for (const sessionId of held) {
+      try {
+        if (await this.releaseLease(sessionId)) released.push(sessionId);
+      } catch {
+        // the daemon is away: closing the tab's connection below starts the lease's grace instead
+      }
+    }
+    return released;
   }
 
   /** Releases control of a session (if held) and forgets its token. */
@@ -292,56 +301,5 @@ export class Tab {
     const client = this.client ?? (this.connecting ? await this.connecting.catch(() => undefined) : undefined);
     this.client = undefined;
     if (client) await client.close().catch(() => undefined);
-  }
-}
-
-export class Tabs {
-  private readonly tabs = new Map<string, Tab>();
-  private readonly reaper: NodeJS.Timeout;
-
-  constructor(
-    private readonly env: NodeJS.ProcessEnv,
-    private readonly clientVersion: string,
-    readonly limits: TabLimits,
-    private readonly leaseStore: LeaseStore,
-  ) {
-    this.reaper = setInterval(() => this.reap(), Math.max(1_000, Math.min(30_000, limits.idleMs / 2)));
-    this.reaper.unref();
-  }
-
-  /** The tab for this browser and tab id, created on first use. */
-  get(grant: Grant, tabId: string): Tab {
-    const key = `${grant.id}:${tabId}`;
-    let tab = this.tabs.get(key);
-    if (!tab) {
-      const mine = [...this.tabs.values()].filter((t) => t.grant.id === grant.id).length;
-      if (mine >= this.limits.tabsPerBrowser || this.tabs.size >= this.limits.tabs)
-        throw new AstraError('overloaded', `too many tabs are open (at most ${this.limits.tabsPerBrowser} per browser, ${this.limits.tabs} in all); close one and retry`);
-      tab = new Tab(key, tabId, grant, this.env, this.clientVersion, this.limits.streamsPerTab, this.leaseStore);
-      this.tabs.set(key, tab);
-    }
-    tab.lastUsed = Date.now();
-    return tab;
-  }
-
-  get size(): number {
-    return this.tabs.size;
-  }
-
-  private reap(): void {
-    const now = Date.now();
-    for (const [key, tab] of this.tabs) {
-      if (tab.streams.size === 0 && now - tab.lastUsed > this.limits.idleMs) {
-        this.tabs.delete(key);
-        void tab.close();
-      }
-    }
-  }
-
-  async closeAll(): Promise<void> {
-    clearInterval(this.reaper);
-    const all = [...this.tabs.values()];
-    this.tabs.clear();
-    await Promise.all(all.map((t) => t.close()));
   }
 }

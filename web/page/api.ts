@@ -8,6 +8,36 @@ export const tabId: string = (() => {
   return id;
 })();
 
+/** Sessions this tab controlled when the page went away (a reload): taken again, if still free, when shown. */
+const RECLAIM_KEY = 'astra.reclaim';
+
+/**
+ * When the page goes away (closed, reloaded, navigated off), the gateway is told with a beacon, which
+ * the browser sends even as the page unloads: it releases this tab's control at once and closes the
+ * tab (docs/http.md §Tabs), so a terminal can take over without waiting for a grace period. A page
+ * kept in the back/forward cache sends nothing: it may come back as it was.
+ */
+export function releaseOnPageHide(controlled: () => string[]): void {
+  window.addEventListener('pagehide', (ev) => {
+    if (ev.persisted) return;
+    sessionStorage.setItem(RECLAIM_KEY, JSON.stringify(controlled()));
+    navigator.sendBeacon(`/v1/tab/release?tab=${tabId}`);
+  });
+}
+
+/** Whether this tab controlled the session before a reload (asked once per session). */
+export function controlledBeforeReload(sessionId: string): boolean {
+  let ids: unknown;
+  try {
+    ids = JSON.parse(sessionStorage.getItem(RECLAIM_KEY) ?? '[]');
+  } catch {
+    ids = [];
+  }
+  if (!Array.isArray(ids) || !ids.includes(sessionId)) return false;
+  sessionStorage.setItem(RECLAIM_KEY, JSON.stringify(ids.filter((x) => x !== sessionId)));
+  return true;
+}
+
 export interface ApiError {
   code: number;
   reason: string;

@@ -1,6 +1,6 @@
 // The page: pairing, the session list, and a session view whose renderers (one module per kind of
 // event) draw what the stream delivers. State shown about control always comes from the gateway.
-import { api, RequestFailed, type Me, type PageEvent, type SessionView } from './api.js';
+import { api, controlledBeforeReload, releaseOnPageHide, RequestFailed, type Me, type PageEvent, type SessionView } from './api.js';
 import { SessionStream, type StreamState } from './stream.js';
 import { mirrorStyleElements } from './render/csp-styles.js';
 import { TerminalRenderer } from './render/terminal.js';
@@ -36,6 +36,8 @@ let me: Me | undefined;
 let eventTypes: string[] = [];
 let current: { stream: SessionStream; timer?: number } | undefined;
 let listTimer: number | undefined;
+/** The session this tab controls, as the gateway last said (for the release on pagehide). */
+let controlling: string | undefined;
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
   const e = Object.assign(document.createElement(tag), props);
@@ -82,11 +84,13 @@ async function boot(): Promise<void> {
     return;
   }
   $('who').textContent = me.readOnly ? 'read-only (observer)' : me.clientName;
+  releaseOnPageHide(() => (controlling ? [controlling] : []));
   window.addEventListener('hashchange', route);
   route();
 }
 
 function route(): void {
+  controlling = undefined;
   current?.stream.close();
   if (current?.timer) clearInterval(current.timer);
   current = undefined;
@@ -167,6 +171,7 @@ function showSession(id: string): void {
 
   const showControl = (s: SessionView): void => {
     controlled = s.controlledByMe;
+    controlling = controlled ? id : undefined;
     heading.textContent = s.title || s.id;
     const holder = s.controlledByMe ? 'this tab' : (s.controller?.clientName ?? 'nobody');
     $('status-control').textContent = `controller: ${holder}${s.controller?.graceUntil ? ' (in grace)' : ''} · ${s.observers} observer(s) · ${s.state}`;
@@ -231,7 +236,9 @@ function showSession(id: string): void {
   });
   current = { stream, timer: window.setInterval(() => void refreshControl(), 5_000) };
   stream.start();
-  void refreshControl();
+  // After a reload: control this tab gave up as the old page went away, taken again if nobody took it meanwhile.
+  if (!(me?.readOnly ?? true) && controlledBeforeReload(id)) void api('POST', `/v1/sessions/${encodeURIComponent(id)}/lease`, {}).then(refreshControl, refreshControl);
+  else void refreshControl();
 }
 
 void boot();

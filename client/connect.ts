@@ -1,12 +1,7 @@
 // Connect-or-spawn (docs/operations.md): read the discovery record, connect, authenticate; when no daemon
-// answers, take the spawn lock, look again, start the daemon detached, wait until it answers, release.
-// Somewhat over 400 lines for a reason: that sequence and its every failure (no record, a stale one,
-// a refused token, version skew, a daemon dying at start, the spawn lock) read best in one place.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
+// answers, take the spawn lock (or connect to the daemon its holder started), look again, start the
+// daemon detached (client/spawn.ts), wait until it answers, release.
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   AstraError,
   LIMITS,
@@ -15,7 +10,26 @@ import {
   type Infer,
 } from '../protocol/index.js';
 import { Connection, DirectReads } from '../ipc/index.js';
-import { acquireLock, ensureDir, ensurePrivateDir, isProcessAlive, levelName, readRecord, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+import {
+  ensurePrivateDir,
+  isProcessAlive,
+  readRecord,
+  resolvePaths,
+  tryAcquireLock,
+  type AstraPaths,
+  type DiscoveryRecord,
+  type ReleaseLock,
+} from '../discovery/index.js';
+import { logLinesSince, logSize, spawnDaemon } from './spawn.js';
+
+export { DAEMON_NODE_FLAGS, daemonEntryPath, spawnDaemon } from './spawn.js';
+
+/**
+ * A spawn lock whose holder stopped refreshing it for this long is taken over. Its holder refreshes
+ * it every half of this; on a loaded machine a few seconds' stall is ordinary, and a lock taken from
+ * a live holder only costs a second daemon start that loses the start-up race.
+ */
+const SPAWN_LOCK_STALE_MS = 10_000;
 
 export type InitializeResult = Infer<typeof initializeResultSchema>;
 
@@ -87,30 +101,6 @@ export function envFor(opts: { home?: string; env?: NodeJS.ProcessEnv }): NodeJS
   const env = { ...(opts.env ?? process.env) };
   if (opts.home) env.ASTRA_HOME = opts.home;
   return env;
-}
-
-/**
- * Node flags the daemon runs with. V8 sizes a small heap's collection limits from the live heap, and
- * counts buffers (journal arenas, socket and file buffers) against them: a daemon whose live heap
- * is a few megabytes ran a full mark-compact every ≈ 10 MB of streamed output once it had served a
- * few busy sessions, halving large-output throughput (bench/REPORT.md). A 64 MB initial old space
- * lets that garbage go in far fewer collections; it is a limit, not memory taken up front.
- */
-export const DAEMON_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64'];
-
-/** The compiled daemon entry point, found next to this module (dist/) or in the package's dist/. */
-export function daemonEntryPath(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.ASTRA_DAEMON_ENTRY) return env.ASTRA_DAEMON_ENTRY;
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  // The bundled daemon (scripts/bundle.mjs) when the build made one: it starts faster and smaller.
-  const candidates = [
-    path.join(here, '..', 'daemon-bundle', 'main.js'),
-    path.join(here, '..', 'daemon', 'main.js'),
-    path.join(here, '..', 'dist', 'daemon-bundle', 'main.js'),
-    path.join(here, '..', 'dist', 'daemon', 'main.js'),
-  ];
-  for (const c of candidates) if (fs.existsSync(c)) return c;
-  throw new AstraError('spawn_failed', `cannot find the daemon entry point (looked at ${candidates.join(', ')}); run npm run build`);
 }
 
 /** The connect or handshake failed because nobody (alive) serves the endpoint. */
@@ -237,92 +227,6 @@ async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Conn
   }
 }
 
-function logSize(logFile: string): number {
-  try {
-    return fs.statSync(logFile).size;
-  } catch {
-    return 0;
-  }
-}
-
-/** What the daemon we started wrote to its log (from `since`), readable: `LEVEL message: error`. */
-function logLinesSince(logFile: string, since: number, n = 15): string {
-  let text: string;
-  try {
-    const fd = fs.openSync(logFile, 'r');
-    try {
-      const size = fs.fstatSync(fd).size;
-      const start = Math.max(since <= size ? since : 0, size - 256 * 1024);
-      const buf = Buffer.alloc(size - start);
-      fs.readSync(fd, buf, 0, buf.length, start);
-      text = buf.toString('utf8');
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch {
-    return '  (no daemon log yet)';
-  }
-  const lines = text
-    .split('\n')
-    .filter((l) => l.trim())
-    .slice(-n)
-    .map((line) => {
-      try {
-        const e = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
-        return `  ${levelName(e.level ?? 30)} ${e.msg ?? ''}${e.err?.message ? `: ${e.err.message}` : ''}`;
-      } catch {
-        return `  ${line}`; // the daemon's own stderr
-      }
-    });
-  return lines.length ? lines.join('\n') : '  (nothing)';
-}
-
-function daemonEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = { ...env, ASTRA_READY_FD: '3' };
-  // The CLI turns msgpackr's native decoder off for its own quick start; the daemon keeps it.
-  if (out.ASTRA_CLI_NATIVE_OFF === '1') {
-    delete out.MSGPACKR_NATIVE_ACCELERATION_DISABLED;
-    delete out.ASTRA_CLI_NATIVE_OFF;
-  }
-  return out;
-}
-
-/**
- * Starts the daemon detached with its stdout/stderr in the log file. `ready` resolves when the daemon
- * says it answers (a line on fd 3), or when it exits or closes that pipe without saying so.
- */
-export function spawnDaemon(
-  paths: AstraPaths,
-  env: NodeJS.ProcessEnv,
-  args: string[] = [],
-): { pid: number; exited: Promise<number | null>; ready: Promise<void> } {
-  ensureDir(paths.logDir, "Astra's log directory");
-  const logFd = fs.openSync(paths.logFile, 'a', 0o600);
-  try {
-    const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonEntryPath(env), ...args], {
-      detached: true,
-      stdio: ['ignore', logFd, logFd, 'pipe'],
-      env: daemonEnv(env),
-    });
-    const exited = new Promise<number | null>((resolve) => {
-      child.once('exit', (code) => resolve(code));
-      child.once('error', () => resolve(-1));
-    });
-    const pipe = child.stdio[3] as NodeJS.ReadableStream & { destroy(): void };
-    const ready = new Promise<void>((resolve) => {
-      pipe.once('data', () => resolve());
-      pipe.once('end', () => resolve());
-      pipe.once('error', () => resolve());
-      void exited.then(() => resolve());
-    }).finally(() => pipe.destroy());
-    // The pipe keeps this process waiting until the daemon is ready; it is destroyed right after.
-    child.unref();
-    return { pid: child.pid ?? -1, exited, ready };
-  } finally {
-    fs.closeSync(logFd);
-  }
-}
-
 /** Stops the idle daemon of another version named by the record (SIGTERM, then waits for it). */
 async function stopIncompatibleDaemon(paths: AstraPaths, cause: AstraError): Promise<void> {
   const record = readUsableRecord(paths.recordPath);
@@ -359,42 +263,75 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
     });
   }
   ensurePrivateDir(paths.runtimeDir);
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
-  const release = await acquireLock(paths.spawnLockPath, { timeoutMs: opts.startTimeoutMs ?? 15_000, stale: 3_000 });
+  const startTimeoutMs = opts.startTimeoutMs ?? 15_000;
+  const got = await spawnLockOrDaemon(paths, opts, startTimeoutMs);
+  if ('conn' in got) return got;
   try {
     const again = await tryConnect(paths, opts);
     if (again) return again;
-    const logStart = logSize(paths.logFile);
-    const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
-    let exitCode: number | null | undefined;
-    void child.exited.then((code) => (exitCode = code));
-    // Poll, but wake as soon as the daemon says it is ready (a daemon that never says so, such as
-    // an older build, is still found by polling).
-    let readySignalled = false;
-    void child.ready.then(() => (readySignalled = true));
-    for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
-      const c = await tryConnect(paths, opts);
-      if (c) return { ...c, spawned: true };
-      if (exitCode !== undefined && exitCode !== 0) {
-        throw new AstraError(
-          'spawn_failed',
-          `the daemon exited with code ${exitCode} before answering; it wrote to ${paths.logFile}:\n${logLinesSince(paths.logFile, logStart)}`,
-          { logFile: paths.logFile, exitCode },
-        );
-      }
-      let timer: NodeJS.Timeout | undefined;
-      const sleep = new Promise((r) => (timer = setTimeout(r, delay)));
-      await (readySignalled ? sleep : Promise.race([sleep, child.ready]));
-      clearTimeout(timer);
-    }
-    throw new AstraError(
-      'spawn_failed',
-      `the daemon did not answer within ${opts.startTimeoutMs ?? 15_000} ms; it wrote to ${paths.logFile}:\n${logLinesSince(paths.logFile, logStart)}`,
-      { logFile: paths.logFile },
-    );
+    return await startAndWait(paths, env, opts, startTimeoutMs);
   } finally {
-    await release();
+    await got.release();
   }
+}
+
+/**
+ * Takes the spawn lock, or connects to the daemon whoever holds it started: racing clients do not
+ * queue through the lock once a daemon answers. A lock that vanishes under a client (taken over as
+ * stale by another at the worst moment) is only a reason to look again (discovery/locks.ts).
+ */
+async function spawnLockOrDaemon(paths: AstraPaths, opts: ConnectOptions, timeoutMs: number): Promise<Connected | { release: ReleaseLock }> {
+  // At least the lock's stale time, so a dead holder's lock is reached.
+  const deadline = Date.now() + Math.max(timeoutMs, SPAWN_LOCK_STALE_MS + 2_000);
+  for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
+    const release = await tryAcquireLock(paths.spawnLockPath, { stale: SPAWN_LOCK_STALE_MS });
+    if (release) return { release };
+    const c = await tryConnect(paths, opts);
+    if (c) return c;
+    if (Date.now() >= deadline) {
+      throw new AstraError(
+        'lock_timeout',
+        `another Astra process has been starting the daemon for ${Math.round(Math.max(timeoutMs, SPAWN_LOCK_STALE_MS + 2_000) / 1000)} s ` +
+          `and none answers yet (it holds ${paths.spawnLockPath}.lock); try again, and see \`astra daemon logs\` if it persists`,
+        { targetFile: paths.spawnLockPath },
+      );
+    }
+    // Jittered: racing clients should not look in lockstep.
+    await new Promise((r) => setTimeout(r, delay / 2 + Math.random() * delay));
+  }
+}
+
+/** Starts a daemon (the spawn lock held) and waits until it answers, or says why it did not. */
+async function startAndWait(paths: AstraPaths, env: NodeJS.ProcessEnv, opts: ConnectOptions, startTimeoutMs: number): Promise<Connected> {
+  const deadline = Date.now() + startTimeoutMs;
+  const logStart = logSize(paths.logFile);
+  const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
+  let exitCode: number | null | undefined;
+  void child.exited.then((code) => (exitCode = code));
+  // Poll, but wake as soon as the daemon says it is ready (a daemon that never says so, such as
+  // an older build, is still found by polling).
+  let readySignalled = false;
+  void child.ready.then(() => (readySignalled = true));
+  for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
+    const c = await tryConnect(paths, opts);
+    if (c) return { ...c, spawned: true };
+    if (exitCode !== undefined && exitCode !== 0) {
+      throw new AstraError(
+        'spawn_failed',
+        `the daemon exited with code ${exitCode} before answering; it wrote to ${paths.logFile}:\n${logLinesSince(paths.logFile, logStart)}`,
+        { logFile: paths.logFile, exitCode },
+      );
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const sleep = new Promise((r) => (timer = setTimeout(r, delay)));
+    await (readySignalled ? sleep : Promise.race([sleep, child.ready]));
+    clearTimeout(timer);
+  }
+  throw new AstraError(
+    'spawn_failed',
+    `the daemon did not answer within ${startTimeoutMs} ms; it wrote to ${paths.logFile}:\n${logLinesSince(paths.logFile, logStart)}`,
+    { logFile: paths.logFile },
+  );
 }
 
 /** An incompatible_protocol that names both versions and the fix, whatever the daemon's own message said. */

@@ -4,6 +4,7 @@
 // Stale takeover is not atomic, so the socket bind stays the final arbiter of "one daemon".
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { AstraError } from '../protocol/index.js';
 
 export interface LockOptions {
@@ -73,7 +74,11 @@ async function attempt(targetFile: string, stale: number, onCompromised: ((err: 
       },
     });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ELOCKED') return undefined;
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'ELOCKED') return undefined;
+    // The lock directory vanished between our mkdir and proper-lockfile's look at it: another
+    // process took it over as stale at that moment (or its holder released it). Not ours: look again.
+    if (err.code === 'ENOENT' && err.path !== undefined && path.resolve(err.path) === path.resolve(`${targetFile}.lock`)) return undefined;
     throw e;
   }
   let released = false;

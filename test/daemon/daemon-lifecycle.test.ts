@@ -65,6 +65,33 @@ describe('start-up', () => {
     expect(daemonPids).toEqual([parsed[0].pid]);
   });
 
+  // The spawn lock vanishing under a client (another process took it over as stale at that moment,
+  // as happens on a loaded machine) was a raw ENOENT for spawn.lock.lock. A busy process removes
+  // the lock directory over and over: it widens that moment and loads the machine.
+  it('16 client processes at once while another process keeps taking the spawn lock over: all succeed, on one daemon', async () => {
+    const h = home();
+    const env = envFor(h);
+    fs.mkdirSync(path.join(h, 'run'), { mode: 0o700 });
+    const lockDir = path.join(h, 'run', 'spawn.lock.lock');
+    const stealer = startNode(
+      ['-e', 'const fs=require("fs");const end=Date.now()+90000;while(Date.now()<end){try{fs.rmdirSync(process.argv[1])}catch{}}', lockDir],
+      env,
+    );
+    try {
+      const results = await Promise.all(Array.from({ length: 16 }, () => runNode([CLIENT], env, 60_000)));
+      const parsed = results.map((r) => JSON.parse(r.stdout.trim()) as { ok: boolean; instanceId?: string; message?: string });
+      for (const p of parsed) expect(p, JSON.stringify(p)).toMatchObject({ ok: true });
+      expect(new Set(parsed.map((p) => p.instanceId)).size).toBe(1);
+    } finally {
+      stealer.kill('SIGKILL');
+    }
+    const daemonPids = await waitFor('the start-up race decided (losing daemons exit)', () => {
+      const pids = processesOfHome(h).filter((pid) => /daemon(-bundle)?\/main\.js/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')));
+      return pids.length === 1 && pids;
+    }, 20_000);
+    expect(daemonPids).toEqual([readRecordFile(h)!.pid]);
+  });
+
   it('a daemon that cannot start: the client fails with spawn_failed quoting what the daemon logged', async () => {
     const h = home();
     const r = await runCli(['daemon', 'start'], envFor(h, { ASTRA_IDLE_TIMEOUT_MS: 'soon' }));

@@ -3,6 +3,7 @@
 // it was taken from this terminal on purpose), and the approval prompt of the controller.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, ApprovalRequest, ControllerLease, LeaseLost } from '../client/index.js';
+import type { ApprovalClock } from './attach-approval.js';
 import type { AttachLeaseFile } from './attach-resume.js';
 import { describeHolder, holderOf, type HolderLike } from './session-util.js';
 
@@ -46,6 +47,8 @@ export class AttachControl {
     session: Session,
     /** Where the lease's resume token is kept for a re-run after a crash (attach-resume.ts). */
     private readonly leaseFile: AttachLeaseFile,
+    /** The prompt's deadline and the moment after it vanished (attach-approval.ts). */
+    readonly clock: ApprovalClock,
   ) {
     if (session.controller) {
       const c = session.controller;
@@ -63,8 +66,15 @@ export class AttachControl {
     return this.approval !== undefined;
   }
 
-  statusState(): { controller: HolderLike | null; controllerGraceUntil: number | undefined; leaseNote: string | undefined; takenBy: HolderLike | undefined } {
-    return { controller: this.controller, controllerGraceUntil: this.controllerGraceUntil, leaseNote: this.leaseNote, takenBy: this.takenBy };
+  statusState(): {
+    controller: HolderLike | null;
+    controllerGraceUntil: number | undefined;
+    leaseNote: string | undefined;
+    takenBy: HolderLike | undefined;
+    approvalLeft: string | undefined;
+  } {
+    const approvalLeft = this.approvalAsked ? this.clock.left() : undefined;
+    return { controller: this.controller, controllerGraceUntil: this.controllerGraceUntil, leaseNote: this.leaseNote, takenBy: this.takenBy, approvalLeft };
   }
 
   async tryAcquire(takeover: boolean, initial: boolean): Promise<void> {
@@ -120,7 +130,7 @@ export class AttachControl {
     switch (event.type) {
       case 'turn.completed':
         // A turn cancelled while it waited for approval takes its question with it.
-        if (this.approval?.request.turnId === event.data.turnId) this.dropApproval(new AstraError('not_found', 'the turn ended'));
+        if (this.approval?.request.turnId === event.data.turnId) this.dropApproval(new AstraError('not_found', 'the turn ended'), 'the approval ended with its turn');
         break;
       case 'lease.changed':
         this.controller = event.data.holder;
@@ -130,7 +140,13 @@ export class AttachControl {
       case 'approval.resolved':
         // A withdrawn request (turn cancelled, daemon restarted) is a deny without anyone's name.
         if (event.data.decision === 'deny' && event.data.by) this.deniedTurns.add(event.data.turnId);
-        if (this.approval?.request.approvalId === event.data.approvalId) this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'));
+        if (this.approval?.request.approvalId === event.data.approvalId) {
+          const d = event.data;
+          const why = d.reason?.startsWith('expired')
+            ? 'approval expired'
+            : `the approval was already ${d.decision === 'approve' ? 'approved' : 'denied'}${d.by?.clientName ? ` by ${describeHolder({ clientName: d.by.clientName })}` : ''}`;
+          this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'), why);
+        }
         break;
     }
   }
@@ -166,6 +182,7 @@ export class AttachControl {
       reject = rej;
     });
     this.approval = { request, promise, resolve, reject };
+    this.clock.asked(request.expiresAt ?? undefined);
     // The request itself is printed from the event stream; without a footer the prompt needs a line,
     // and one printed as someone else's question needs saying that it is ours now.
     if (!h.view.tty) h.view.line(`approve \`${request.command}\`? press y or n`);
@@ -178,14 +195,19 @@ export class AttachControl {
     const a = this.approval;
     if (!a) return;
     this.approval = undefined;
+    this.clock.answered();
     a.resolve(decision);
     this.host.refresh();
   }
 
-  dropApproval(err: AstraError): void {
+  /** The prompt goes; `why`: it was settled another way, said if a y/n typed for it follows at once. */
+  dropApproval(err: AstraError, why?: string): void {
     const a = this.approval;
     if (!a) return;
+    const asked = this.approvalAsked;
     this.approval = undefined;
+    if (why !== undefined && asked) this.clock.vanished(why);
+    else this.clock.stop();
     a.reject(err);
     this.host.refresh();
   }

@@ -52,6 +52,8 @@ export interface KeyHost {
   readonly screenTurnId: string | undefined;
   sendToProgram(turnId: string, data: Buffer): void;
   answerApproval(decision: 'approve' | 'deny'): void;
+  /** A key typed just after the approval prompt vanished: true when it was a late answer, swallowed and explained. */
+  lateApprovalKey(text: string): boolean;
   startTurn(text: string): void;
   cancelTurn(): void;
   take(): void;
@@ -153,6 +155,8 @@ export class AttachKeys {
       for (const k of decodeKeys(text)) this.lineKey(k);
       return;
     }
+    // A y or n meant for a prompt that just vanished (expired, answered elsewhere) is not typed in.
+    if (!this.editor.value && h.lateApprovalKey(text)) return;
     this.edit(data);
   }
 

@@ -23,6 +23,8 @@ export interface StatusState {
   connection: 'live' | 'replaying' | 'reconnecting' | 'stopped';
   /** This terminal is asked to answer an approval. */
   approvalAsked: boolean;
+  /** The time left to answer it ("45s left"), when it has a deadline. */
+  approvalLeft?: string | undefined;
   input: string;
   /** The input line being edited (the controller, idle). */
   editor?: Footer['editor'];
@@ -57,7 +59,7 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
   const title = fitWidth(cleanText(s.title), 24);
   const status = ` ${role} │ ${s.turn}${conn} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${s.id}${title ? ` "${title}"` : ''}`;
   let promptPrefix: string;
-  if (s.approvalAsked) promptPrefix = paint(color, 'yellow', 'approve the command above? [y/n] ');
+  if (s.approvalAsked) promptPrefix = paint(color, 'yellow', `approve the command above?${s.approvalLeft ? ` (${s.approvalLeft})` : ''} [y/n] `);
   else if (s.me) promptPrefix = paint(color, 'bold', '❯ ');
   else promptPrefix = paint(color, 'dim', s.readOnly ? '(read-only) ' : '(observing) ');
   return { status, statusColour: colour, promptPrefix, input: s.input, editor: s.editor };

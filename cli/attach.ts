@@ -18,10 +18,12 @@
 // attach-program.ts (the running program's terminal: screen, keys, size), attach-view.ts (the one
 // writer; lines and footer), attach-terminal.ts (the raw screen; raw mode, signals, restore),
 // attach-status.ts (status texts), attach-control.ts (control: leases and approvals),
-// attach-resume.ts (the resume token kept for a re-run after a crash), attach-connection.ts (the
-// daemon connection: lost, back, stopped). This file: one terminal's state, its events and its leaving.
+// attach-resume.ts (the resume token kept for a re-run after a crash), attach-approval.ts (the
+// approval prompt's clock), attach-connection.ts (the daemon connection: lost, back, stopped).
+// This file: one terminal's state, its events and its leaving.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
+import { ApprovalClock, lateKeyMsFrom } from './attach-approval.js';
 import { AttachConnection } from './attach-connection.js';
 import { AttachControl } from './attach-control.js';
 import { AttachLeaseFile, terminalName } from './attach-resume.js';
@@ -112,7 +114,8 @@ class Attach implements KeyHost {
     this.title = session.title;
     this.runningTurnId = session.runningTurnId;
     const leaseFile = new AttachLeaseFile(io.env, session.id, terminalName(io.stdin), (text) => this.notice(text, 'yellow'));
-    this.control = new AttachControl(this, session, leaseFile);
+    const clock = new ApprovalClock({ refresh: () => this.refresh(), lateKeyMs: lateKeyMsFrom(io.env) });
+    this.control = new AttachControl(this, session, leaseFile, clock);
     this.connection = new AttachConnection(this, io.env);
     this.keys = new AttachKeys(this, prefix);
     this.terminal = new UserTerminal(io, {
@@ -289,6 +292,13 @@ class Attach implements KeyHost {
 
   answerApproval(decision: 'approve' | 'deny'): void {
     this.control.answerApproval(decision);
+  }
+
+  lateApprovalKey(text: string): boolean {
+    const why = this.control.clock.lateKey(text);
+    if (why === undefined) return false;
+    this.notice(`${why}: that ${text} was not sent, nor typed into the input line`, 'yellow');
+    return true;
   }
 
   redraw(): void {

@@ -45,10 +45,10 @@ export class ProgramTerminal {
     return this.current?.command;
   }
 
-  /** A command of `turnId` got a pseudo-terminal: it takes the screen. */
-  started(turnId: string, command: string): void {
+  /** A command of `turnId` got a pseudo-terminal (of `size`, when the daemon says): it takes the screen. */
+  started(turnId: string, command: string, size?: { cols?: number | undefined; rows?: number | undefined }): void {
     this.current = { turnId, command };
-    this.host.view.enterScreen();
+    this.host.view.enterScreen(size?.cols !== undefined && size.rows !== undefined ? { cols: size.cols, rows: size.rows } : undefined);
     this.sendSize();
   }
 

@@ -4,11 +4,15 @@
 // that keeps Astra's status line on the last row (the program is told one row fewer). Leaving — the
 // command ended, the user detached, a signal, a crash, the process exiting — writes restoreSequence()
 // so no mode the program set (mouse tracking, alternate screen, bracketed paste, hidden cursor,
-// keypad) outlives it. Pure: it returns the bytes to write; AttachView writes them.
-import fs from 'node:fs';
+// keypad) outlives it. A full-screen program larger than this terminal (an observer's smaller
+// window) is drawn from a copy of its screen instead, clipped (see checkClip). Pure: it returns the
+// bytes to write; AttachView writes them.
 import { OutputFilter, restoreSequence } from '../terminal/modes.js';
+import { ProgramMirror } from './terminal/program-mirror.js';
 import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from './terminal/scroll-region.js';
 import { visible } from './terminal/width.js';
+
+export { UserTerminal, type UserTerminalHooks } from './attach-user-terminal.js';
 
 /** What RawScreen needs of a running command's screen (client/index.ts ScreenSnapshot has it). */
 export interface ScreenImage {
@@ -44,17 +48,23 @@ export class RawScreen {
   private alternate = false;
   /** atLineStart of the normal screen while the program is on the alternate one. */
   private normalAtLineStart = true;
+  /**
+   * A copy of the program's screen at the program's size (cli/terminal/program-mirror.ts), when that
+   * size is known (command.started, a screen snapshot). While the program is larger than the rows and
+   * columns it has here (an observer's smaller window) the view draws from it, clipped, instead of
+   * passing the program's bytes through (they would be wrapped and clamped over each other and the
+   * status row); a redraw draws from it too.
+   */
+  private mirror: ProgramMirror | undefined;
+  private clipped = false;
+  /** Clipped: bytes were fed to the mirror since the last render. */
+  private dirty = false;
 
   /** `tty`: stdout is a terminal (without one there is no region, no status line and nothing to restore). */
   constructor(private readonly tty: boolean) {}
 
   get isActive(): boolean {
     return this.active;
-  }
-
-  /** The size the program should be given: one row fewer than the terminal, for the status line. */
-  programSize(cols: number, rows: number): { cols: number; rows: number } {
-    return { cols: Math.max(1, cols), rows: rows >= MIN_ROWS ? rows - 1 : Math.max(1, rows) };
   }
 
   /** Starts the raw screen on a terminal of cols × rows (the cursor at the start of a line). */
@@ -65,20 +75,92 @@ export class RawScreen {
     this.alternate = false;
     this.cols = cols;
     this.rows = rows;
+    this.dropMirror();
     if (!this.tty) return '';
     this.guard = rows >= MIN_ROWS ? new StatusRowGuard(rows) : undefined;
     // The input line's bracketed paste is Astra's; the program turns it on itself if it wants it.
     return `\x1b[?2004l${this.guard ? enterStatusLayout(rows) + this.statusBytes() : ''}`;
   }
 
+  /**
+   * The program's size is known (command.started): the view keeps a copy of its screen, and draws
+   * from it, clipped, while this terminal is too small for it. The bytes to write (a clipped screen).
+   */
+  programSize(size: { cols: number; rows: number }): string;
+  /** The size the program should be given: one row fewer than the terminal, for the status line. */
+  programSize(cols: number, rows: number): { cols: number; rows: number };
+  programSize(a: number | { cols: number; rows: number }, b?: number): string | { cols: number; rows: number } {
+    if (typeof a === 'number') return { cols: Math.max(1, a), rows: b! >= MIN_ROWS ? b! - 1 : Math.max(1, b!) };
+    if (!this.active || !this.tty) return '';
+    if (this.mirror) this.mirror.resize(a.cols, a.rows);
+    else this.mirror = ProgramMirror.create(a.cols, a.rows);
+    return this.checkClip(true);
+  }
+
   /** A chunk of the program's output, made safe for the user's terminal. */
   output(data: Uint8Array): Buffer {
     if (!this.active) return Buffer.alloc(0);
     const safe = this.filter.push(data);
+    if (!this.mirror) return this.pass(safe);
+    this.mirror.write(safe);
+    const passed = this.pass(safe);
+    const clip = this.checkClip(false);
+    return clip ? Buffer.concat([passed, Buffer.from(clip)]) : passed;
+  }
+
+  /** Clipped: the rows of the program's screen that changed since the last render (the view asks once a tick). */
+  render(): string {
+    if (!this.active || !this.clipped || !this.dirty) return '';
+    this.dirty = false;
+    return this.mirror!.render(this.programSize(this.cols, this.rows), false);
+  }
+
+  /** The program's filtered bytes to the user's terminal (nothing while clipped: render() draws them). */
+  private pass(safe: Buffer): Buffer {
+    if (this.clipped) {
+      this.dirty = true;
+      return Buffer.alloc(0);
+    }
     this.noteLineEnd(safe);
     if (!this.guard) return safe;
     const g = this.guard.push(safe);
     return g.redraw ? Buffer.concat([g.data, Buffer.from(setRegion(this.rows) + this.statusBytes())]) : g.data;
+  }
+
+  /**
+   * Clipping is on while a full-screen program (one on its alternate screen: it places its cursor
+   * itself) is larger than the rows and columns it has here; a line program's bytes go through (its
+   * lines wrap, as they would in any narrower terminal). Clipped, the program's screen is drawn on
+   * this terminal's alternate screen, so leaving it gives back what was there before. Into clipping,
+   * out of it while the program stays on its alternate screen (the window grew), or `force` (a new
+   * size) while clipped: the whole program screen is drawn from the copy. The bytes to write.
+   */
+  private checkClip(force: boolean): string {
+    const m = this.mirror;
+    const view = this.programSize(this.cols, this.rows);
+    const clip = m !== undefined && this.guard !== undefined && m.alternate && m.clips(view);
+    if (clip === this.clipped && !(force && clip)) return '';
+    let out = '';
+    if (clip && !this.alternate) {
+      out += '\x1b[?1049h';
+      this.normalAtLineStart = this.atLineStart;
+      this.alternate = true;
+    }
+    const programLeftAlternate = this.clipped && !clip && !m?.alternate;
+    this.clipped = clip;
+    this.dirty = false;
+    if (programLeftAlternate && this.alternate) {
+      out += '\x1b[?1049l';
+      this.alternate = false;
+      this.atLineStart = this.normalAtLineStart;
+    } else if (m) out += m.render(view, true);
+    return out + setRegion(this.rows) + this.statusBytes();
+  }
+
+  private dropMirror(): void {
+    this.mirror?.dispose();
+    this.mirror = undefined;
+    this.clipped = this.dirty = false;
   }
 
   /**
@@ -96,7 +178,22 @@ export class RawScreen {
       head += '\r\n'.repeat(Math.max(0, this.programSize(this.cols, this.rows).rows - 1)) + '\x1b[0m\x1b[H\x1b[J';
       parts.push(Buffer.from(head));
     } else if (lines.length) parts.push(Buffer.from(lines.join('\n') + '\n'));
-    parts.push(this.output(s.data));
+    const safe = this.filter.push(s.data);
+    if (this.tty) {
+      if (this.mirror) this.mirror.reset(s.cols, s.rows, safe);
+      else {
+        this.mirror = ProgramMirror.create(s.cols, s.rows);
+        this.mirror?.write(safe);
+      }
+      // Too small for it: checkClip draws the screen from the copy (else the snapshot goes as it is).
+      this.clipped = false;
+      const m = this.mirror;
+      if (m && this.guard && m.alternate && m.clips(this.programSize(this.cols, this.rows))) {
+        parts.push(Buffer.from(this.checkClip(true)));
+        return Buffer.concat(parts);
+      }
+    }
+    parts.push(this.pass(safe));
     if (this.guard) parts.push(Buffer.from(setRegion(this.rows) + this.statusBytes()));
     return Buffer.concat(parts);
   }
@@ -109,9 +206,12 @@ export class RawScreen {
     return this.active && this.guard ? this.statusBytes() : '';
   }
 
-  /** Draws the status line again (Ctrl-] l). */
+  /** Draws the program's screen (from the copy, when there is one) and the status line again (Ctrl-] l). */
   redraw(): string {
-    return this.active && this.guard ? setRegion(this.rows) + this.statusBytes() : '';
+    if (!this.active || !this.guard) return '';
+    this.dirty = false;
+    const screen = this.mirror ? this.mirror.render(this.programSize(this.cols, this.rows), true) : '';
+    return screen + setRegion(this.rows) + this.statusBytes();
   }
 
   /** The user's terminal changed size: the region and the status line move with it. */
@@ -142,7 +242,7 @@ export class RawScreen {
     }
     if (this.guard) this.guard.resize(rows);
     else this.guard = new StatusRowGuard(rows);
-    return out + setRegion(rows) + this.statusBytes();
+    return out + setRegion(rows) + this.statusBytes() + this.checkClip(true);
   }
 
   /** Ends the raw screen: the terminal's modes reset, the status row cleared, the cursor on a fresh line. */
@@ -150,9 +250,11 @@ export class RawScreen {
     if (!this.active) return '';
     this.active = false;
     if (!this.tty) return this.atLineStart ? '' : '\n';
+    // Clipped, the program was drawn on the alternate screen, which restoreBytes leaves.
     const atLineStart = this.alternate ? this.normalAtLineStart : this.atLineStart;
     const out = this.restoreBytes() + (atLineStart ? '' : '\r\n');
     this.guard = undefined;
+    this.dropMirror();
     return out;
   }
 
@@ -175,7 +277,11 @@ export class RawScreen {
   }
 
   private statusBytes(): string {
-    return drawStatusLine(this.status, this.cols, this.rows, this.statusSgr);
+    const m = this.mirror;
+    if (!this.clipped || !m) return drawStatusLine(this.status, this.cols, this.rows, this.statusSgr);
+    // The marker: this window shows part of the program's screen.
+    const v = this.programSize(this.cols, this.rows);
+    return drawStatusLine(` clipped ${Math.min(v.cols, m.cols)}×${Math.min(v.rows, m.rows)} of ${m.cols}×${m.rows} │ ${this.status.trimStart()}`, this.cols, this.rows, this.statusSgr);
   }
 
   private noteLineEnd(b: Buffer): void {
@@ -196,121 +302,4 @@ export class RawScreen {
     const text = tail.replace(TRAILING_CSI, '');
     if (text.length > 0) this.atLineStart = text.endsWith('\n');
   }
-}
-
-export interface UserTerminalHooks {
-  data(d: Buffer): void;
-  /** stdin ended. */
-  end(): void;
-  /** SIGTERM: leave as detaching does. */
-  term(): void;
-  /** SIGHUP: the window was closed; nothing more can be written. */
-  hangup(): void;
-  /** stdin or stdout failed as a vanished terminal does (EIO, EPIPE, ENXIO). */
-  gone(code: string): void;
-  /** What puts the terminal back, written synchronously if the process exits or crashes. */
-  emergencyBytes(): string;
-}
-
-/**
- * The user's terminal as a process sees it: raw mode, keys, signals, and the last-resort restore
- * when the process exits or crashes while a program had the screen.
- */
-export class UserTerminal {
-  private readonly stops: (() => void)[] = [];
-
-  constructor(
-    private readonly io: { stdin: NodeJS.ReadStream; stdout: NodeJS.WriteStream },
-    private readonly hooks: UserTerminalHooks,
-  ) {}
-
-  /**
-   * Leaving by signal or a vanished terminal. SIGHUP (the window was closed) is a normal way to
-   * leave, like Ctrl-D: control is released at once rather than held for the grace period.
-   */
-  watch(): void {
-    const h = this.hooks;
-    const onGone = (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EIO' || e.code === 'EPIPE' || e.code === 'ENXIO') h.gone(e.code);
-    };
-    process.on('SIGTERM', () => h.term());
-    process.on('SIGHUP', () => h.hangup());
-    this.io.stdout.on('error', onGone);
-    this.io.stdin.on('error', onGone);
-    // These handlers stay until the process exits (leaving runs once: later calls do nothing). The
-    // error handlers: late errors of a closed terminal must not crash a process on its way out. The
-    // signal handlers: proper-lockfile (loaded when this process started the daemon) brings
-    // signal-exit, which re-raises a signal that no other listener takes — removing ours at the start
-    // of leaving would let a SIGHUP kill the process before it released control.
-    this.stops.push(installRestoreHooks(() => h.emergencyBytes(), () => this.rawMode(false)));
-  }
-
-  startInput(): void {
-    const stdin = this.io.stdin;
-    if (stdin.isTTY) {
-      this.rawMode(true);
-      this.stops.push(() => this.rawMode(false));
-    } else {
-      // Without raw mode the terminal (or the parent) turns Ctrl-C into SIGINT. Kept until exit,
-      // for the reason watch() gives; after leaving, keys do nothing.
-      process.on('SIGINT', () => this.hooks.data(Buffer.from([3])));
-    }
-    const onData = (d: Buffer | string) => this.hooks.data(typeof d === 'string' ? Buffer.from(d) : d);
-    const onEnd = () => this.hooks.end();
-    stdin.on('data', onData);
-    stdin.on('end', onEnd);
-    stdin.resume();
-    this.stops.push(() => {
-      stdin.off('data', onData);
-      stdin.off('end', onEnd);
-      stdin.pause();
-    });
-  }
-
-  /** Input off, raw mode off, the exit hooks removed (the view has put the terminal back itself). */
-  stop(): void {
-    for (const s of this.stops.splice(0).reverse()) s();
-  }
-
-  private rawMode(on: boolean): void {
-    const stdin = this.io.stdin;
-    if (!stdin.isTTY) return;
-    try {
-      stdin.setRawMode(on);
-    } catch {
-      // the terminal is gone
-    }
-  }
-}
-
-/**
- * Puts the user's terminal back if the process exits or crashes while a program had the screen:
- * `bytes()` says what to write (synchronously — nothing async runs at exit). Returns the remover.
- */
-function installRestoreHooks(bytes: () => string, restoreInput: () => void): () => void {
-  let written = false;
-  const write = () => {
-    if (written) return;
-    written = true;
-    const b = bytes();
-    restoreInput();
-    if (b === '') return;
-    try {
-      fs.writeSync(1, b);
-    } catch {
-      // the terminal is gone
-    }
-  };
-  const onExit = () => write();
-  const onCrash = (e: unknown) => {
-    write();
-    process.stderr.write(`astra: attach failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  };
-  process.on('exit', onExit);
-  process.on('uncaughtException', onCrash);
-  return () => {
-    process.off('exit', onExit);
-    process.off('uncaughtException', onCrash);
-  };
 }

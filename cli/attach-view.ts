@@ -158,13 +158,17 @@ export class AttachView {
 
   // ---- the screen of a command in a pseudo-terminal ----
 
-  /** A command in a pseudo-terminal takes the screen: its bytes go raw from now on. */
-  enterScreen(): void {
+  /**
+   * A command in a pseudo-terminal takes the screen: its bytes go raw from now on. `size`: the
+   * program's terminal size, when known (the view then keeps a copy of its screen: see RawScreen).
+   */
+  enterScreen(size?: { cols: number; rows: number }): void {
     if (this.closed || this.raw.isActive) return;
     this.takePartial();
     // The footer goes and the lines before the command are printed, then the region is set up.
     this.flush(false);
     this.push(this.raw.enter(this.cols, this.rows));
+    if (size) this.push(this.raw.programSize(size));
     this.schedule();
   }
 
@@ -329,8 +333,10 @@ export class AttachView {
     this.drawn = undefined;
     parts.push(...this.pending);
     this.pending = [];
+    // A program clipped to this window: the rows its output changed this tick, drawn from its copy.
+    if (this.raw.isActive) parts.push(this.raw.render());
     if (this.tty && drawFooter && !this.raw.isActive) parts.push(this.renderFooter());
-    if (parts.length === 0) return;
+    if (parts.every((p) => p.length === 0)) return;
     this.stdout.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))));
   }
 

@@ -236,7 +236,7 @@ class Attach implements KeyHost {
       } else if (r.kind === 'line') this.view.line(r.text);
       else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
-    if (event.type === 'command.started' && event.data.tty) this.program.started(event.data.turnId, event.data.command);
+    if (event.type === 'command.started' && event.data.tty) this.program.started(event.data.turnId, event.data.command, event.data);
     this.refresh();
   }
 

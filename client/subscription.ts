@@ -244,7 +244,8 @@ export class Subscription implements AsyncIterable<SessionEvent> {
 
   /** @internal A session/screen for this subscription. */
   screen(s: ScreenSnapshot): void {
-    if (this.ending || s.atSeq <= this.seq) return;
+    // A screen at the seq already delivered is the same output drawn again (the terminal's size changed).
+    if (this.ending || s.atSeq < this.seq) return;
     this.cut = { turnId: s.turnId, atSeq: s.atSeq };
     if (!this.opts.onScreen) return;
     try {

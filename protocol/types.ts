@@ -87,6 +87,12 @@ export const EVENT_DATA = {
     pid: opt(int()),
     /** True: the command has a pseudo-terminal (one stream, input and resize work); false: pipes. Absent before issue 17. */
     tty: opt(bool()),
+    /**
+     * With tty: the terminal's size when the command started (a later command/resize changes it: a
+     * screen subscription then gets the screen again at the new size, session/screen). Absent before issue 26.
+     */
+    cols: opt(int({ min: 1, max: 1000 })),
+    rows: opt(int({ min: 1, max: 1000 })),
   }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),

@@ -247,6 +247,11 @@ export class SessionHost implements FeedSource {
     return catchUp ? this.screen.captureCatchUp() : this.screen.capture();
   }
 
+  /** The running command's terminal took a new size: each screen subscriber gets its screen again. */
+  refreshScreens(): void {
+    if (this.screen.running) for (const f of this.feeds) f.refreshScreen();
+  }
+
   screenRunning(): boolean {
     return this.screen.running;
   }

@@ -128,7 +128,10 @@ export async function runShellCommand(ctx: EngineContext, cmd: ShellCommand): Pr
   } catch (e) {
     return { outcome: 'not_started', exitCode: null, signal: null, error: `could not start ${shell}: ${(e as Error).message}` };
   }
-  if (pty.pid !== undefined) ctx.emit('command.started', { turnId: ctx.turnId, command: cmd.command, cwd: cmd.cwd, pid: pty.pid, tty: pty.tty });
+  if (pty.pid !== undefined) {
+    const started = { turnId: ctx.turnId, command: cmd.command, cwd: cmd.cwd, pid: pty.pid, tty: pty.tty };
+    ctx.emit('command.started', pty.tty ? { ...started, cols: size.cols, rows: size.rows } : started);
+  }
   const detach = ctx.attachTerminal?.(pty) ?? (() => {});
   const onAbort = () => pty.cancel();
   ctx.signal.addEventListener('abort', onAbort, { once: true });

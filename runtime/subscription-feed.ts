@@ -124,6 +124,8 @@ export class SubscriptionFeed {
   readonly screenSubscriber: boolean;
   /** The screen being captured is a catch-up: its scrollback is not sent again. */
   private catchUp = false;
+  /** The screen asked for is sent even if it stands for no output the subscriber lacks (refreshScreen). */
+  private forceScreen = false;
   /** Output delivered live since floodSince (ms): past FLOOD_BYTES in FLOOD_WINDOW_MS it gets frames. */
   private floodSince = 0;
   private floodBytes = 0;
@@ -196,6 +198,18 @@ export class SubscriptionFeed {
     }
   }
 
+  /**
+   * The running command's terminal changed size: a screen subscriber gets the screen again, in order
+   * with the output (as a catch-up: no scrollback), even when it has every byte already.
+   */
+  refreshScreen(): void {
+    if (this.closed || !this.screenSubscriber) return;
+    this.wantScreen = this.catchUp = this.forceScreen = true;
+    if (this.phase !== 'live') return; // the replay under way, or the next one, takes it
+    this.phase = 'paused';
+    this.startReplay(false);
+  }
+
   /** Live output to a screen subscriber: a flood of it turns into frames. */
   private watchFlood(bytes: number): void {
     const now = this.now();
@@ -253,11 +267,12 @@ export class SubscriptionFeed {
       // A catch-up's screen comes without scrollback: the lines that scrolled by while it was behind
       // are in the journal (astra log), not resent.
       const catchUp = this.catchUp;
-      this.catchUp = false;
+      const force = this.forceScreen;
+      this.catchUp = this.forceScreen = false;
       const cap = await src.captureScreen(catchUp);
       if (this.closed || src.isClosed) return;
       // A screen older than what the subscriber asked to start after stands for nothing it needs.
-      if (cap && cap.atSeq > this.lastSeq) {
+      if (cap && (cap.atSeq > this.lastSeq || (force && cap.atSeq === this.lastSeq && src.screenRunning?.()))) {
         this.screen = cap;
         this.cut = { fromSeq: Math.max(cap.fromSeq, this.lastSeq), atSeq: cap.atSeq };
       }

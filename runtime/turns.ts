@@ -184,9 +184,12 @@ export class Turns {
   /** command/resize: the size is kept for the session's next commands and applied to the running one. */
   resize(host: SessionHost, turnId: string, cols: number, rows: number): { applied: boolean } {
     const terminal = this.commandOf(host, turnId);
+    const before = host.state.terminalSize;
     host.state.terminalSize = { cols, rows };
     const applied = terminal ? terminal.resize(cols, rows) : false;
     if (applied) host.screen.resize(turnId, cols, rows);
+    // Every screen subscriber gets the screen again at its new size (an observer learns the size).
+    if (applied && (before.cols !== cols || before.rows !== rows)) host.refreshScreens();
     return { applied };
   }
 

@@ -269,6 +269,31 @@ describe('a subscription with screen: true', () => {
     await waitFor('the turn to end', () => ended.get(turnId));
   });
 
+  // Issue 26: an observer learns the program's size from the screens; command.started says the first.
+  it('a resize that changes the size sends a live subscriber the screen again at the new size, though it has every byte; the same size sends none', async () => {
+    const { rt, id, all, ended } = await setup();
+    const { turnId } = await rt.startTurn(id, { text: `printf 'ready\\n'; read x` }, 'k1');
+    await waitFor('ready', () => Buffer.concat(outputOf(all, turnId).map((e) => e.data.data)).includes('ready'));
+    const started = all.find((e): e is SessionEvent<'command.started'> => e.type === 'command.started')!;
+    expect(started.data).toMatchObject({ tty: true, cols: 80, rows: 24 });
+    const screens: ScreenCapture[] = [];
+    let replayed = false;
+    const sub = await rt.subscribe(id, 0, { onEvent: () => {}, onScreen: (s) => void screens.push(s), onReplayed: () => (replayed = true) }, { screen: true });
+    cleanups.push(() => sub.unsubscribe());
+    await waitFor('the backlog', () => replayed);
+    expect(screens.map((s) => [s.cols, s.rows])).toEqual([[80, 24]]);
+    expect(await rt.commandResize(id, turnId, 80, 24)).toEqual({ applied: true });
+    expect(await rt.commandResize(id, turnId, 60, 20)).toEqual({ applied: true });
+    await waitFor('a screen at the new size', () => screens.length >= 2);
+    expect(screens.map((s) => [s.cols, s.rows])).toEqual([[80, 24], [60, 20]]);
+    expect(screens[1]!.atSeq).toBe(screens[0]!.atSeq);
+    expect(screens[1]!.scrollback).toBe('');
+    expect((await render(60, 20, [screens[1]!.data]))[0]).toBe('ready');
+    await rt.commandInput(id, turnId, Buffer.from('\r'));
+    await waitFor('the turn to end', () => ended.get(turnId));
+    expect(screens).toHaveLength(2);
+  });
+
   it('sends no screen for a command on pipes (tty: false), and the output comes as events', async () => {
     const dir = tempDir();
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));

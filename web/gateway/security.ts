@@ -8,9 +8,15 @@ import { HttpError, toEnvelope } from './errors.js';
 /** The wire protocol's bound on a client frame; the same for an HTTP body. */
 export const MAX_BODY_BYTES = 128 * 1024;
 
-/** Headers on every response; the page's CSP allows only what the gateway itself serves. */
+/**
+ * Headers on every response; the page's CSP allows only what the gateway itself serves. Scripts come
+ * only from the gateway; styles may also be inline, because xterm.js writes its theme and cell sizes
+ * as <style> elements and 24-bit colours as style attributes (refused, they were console errors on
+ * every load and lost colours). An inline style can load nothing from elsewhere: every fetch is still
+ * bound by default-src 'self'.
+ */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Security-Policy': "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'Content-Security-Policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',

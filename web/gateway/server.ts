@@ -245,6 +245,11 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
 
   function servePage(method: string, pathname: string, res: http.ServerResponse): void {
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method_not_found', 'the page is read with GET');
+    // Browsers ask for it by themselves; a 404 would be an error in the page's console on every load.
+    if (pathname === '/favicon.ico') {
+      res.writeHead(204, { 'Cache-Control': 'max-age=86400' });
+      return void res.end();
+    }
     const name = pathname === '/' ? 'index.html' : pathname.slice(1);
     if (!dir || !assets.has(name)) {
       if (!dir && pathname === '/') throw new AstraError('not_found', 'the page was not built: run `npm run build`');

@@ -2,7 +2,6 @@
 // event) draw what the stream delivers. State shown about control always comes from the gateway.
 import { api, controlledBeforeReload, releaseOnPageHide, RequestFailed, type Me, type PageEvent, type SessionView } from './api.js';
 import { SessionStream, type StreamState } from './stream.js';
-import { mirrorStyleElements } from './render/csp-styles.js';
 import { TerminalRenderer } from './render/terminal.js';
 import { MessageRenderer } from './render/messages.js';
 import { ApprovalRenderer } from './render/approvals.js';
@@ -22,13 +21,15 @@ interface PageProbe {
   terminalText(): string;
   /** The terminal's lines as it shows them (xterm's buffer, scrollback included). */
   terminalLines(): string[];
+  /** The rows the terminal panel shows now (its viewport, not the scrollback above it). */
+  terminalVisible(): string[];
   /** The xterm.js Terminal, for tests that look at cells (colours). */
   terminal?: unknown;
   streamState: StreamState | 'idle';
   /** The last 100 states the status bar showed, with their detail ("reconnecting: the daemon …"). */
   streamStates: string[];
 }
-const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', terminalLines: () => [], streamState: 'idle', streamStates: [] };
+const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', terminalLines: () => [], terminalVisible: () => [], streamState: 'idle', streamStates: [] };
 (window as unknown as { astra: PageProbe }).astra = probe;
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -64,7 +65,6 @@ function ago(ts: number): string {
 }
 
 async function boot(): Promise<void> {
-  mirrorStyleElements();
   const pair = /^#pair=([A-Za-z0-9_-]+)/.exec(location.hash);
   if (pair) {
     history.replaceState(null, '', '/#/');
@@ -96,6 +96,7 @@ function route(): void {
   current = undefined;
   if (listTimer) clearInterval(listTimer);
   listTimer = undefined;
+  $('main').classList.remove('session');
   setStream('idle');
   const m = /^#\/s\/(.+)$/.exec(location.hash);
   if (m) showSession(decodeURIComponent(m[1]!));
@@ -149,15 +150,18 @@ function showSession(id: string): void {
   const messages = el('div', { className: 'messages', id: 'messages' });
   const cards = el('div', { id: 'approvals' });
   const termBox = el('div', { className: 'terminal', id: 'terminal' });
+  const termCaption = el('div', { className: 'terminal-caption', id: 'terminal-caption' });
   const input = el('input', { type: 'text', id: 'input', placeholder: 'a command to run' });
   const send = el('button', { id: 'send', textContent: 'Send' });
   const cancel = el('button', { id: 'cancel', textContent: 'Cancel' });
   const take = el('button', { id: 'take', textContent: 'Take control' });
   const release = el('button', { id: 'release', textContent: 'Release' });
   const problem = el('p', { id: 'problem', className: 'error' });
-  $('main').replaceChildren(heading, el('div', { className: 'bar' }, input, send, cancel, take, release), problem, cards, messages, termBox);
+  const history = el('div', { className: 'history', id: 'history' }, cards, messages);
+  $('main').classList.add('session');
+  $('main').replaceChildren(heading, el('div', { className: 'bar' }, input, send, cancel, take, release), problem, history, el('div', { className: 'terminal-panel' }, termCaption, termBox));
 
-  const terminal = new TerminalRenderer(termBox);
+  const terminal = new TerminalRenderer(termBox, termCaption);
   const approvals = new ApprovalRenderer(cards);
   const tools = new ToolCardRenderer(messages);
   // Tool cards first: they take the approvals of the chat engine's tool calls.
@@ -166,6 +170,7 @@ function showSession(id: string): void {
   probe.latencies = [];
   probe.terminalText = () => terminal.text;
   probe.terminalLines = () => terminal.lines();
+  probe.terminalVisible = () => terminal.visibleRows();
   probe.terminal = terminal.term;
   let controlled = false;
 
@@ -184,6 +189,21 @@ function showSession(id: string): void {
     const control = { canDecide: !ro && controlled, holderName: holder };
     approvals.setControl(control);
     tools.setControl(control);
+    keepInView(atBottom());
+  };
+  /** The history follows what is new while the user has not scrolled up; a prompt waiting for this tab's answer is always shown whole. */
+  const atBottom = (): boolean => history.scrollHeight - history.scrollTop - history.clientHeight < 24;
+  /** A prompt was brought into view: once it is answered, the history goes back to following what is new. */
+  let showingPrompt = false;
+  const keepInView = (follow: boolean): void => {
+    const waiting = history.querySelector('.approval-actions button')?.closest('.card');
+    if (waiting) {
+      waiting.scrollIntoView({ block: 'nearest' });
+      showingPrompt = true;
+    } else if (follow || showingPrompt) {
+      history.scrollTop = history.scrollHeight;
+      showingPrompt = false;
+    }
   };
   const refreshControl = async (): Promise<void> => {
     try {
@@ -227,7 +247,9 @@ function showSession(id: string): void {
   const stream = new SessionStream(id, eventTypes, {
     onEvent: (e) => {
       probe.seqs.push(e.seq);
+      const follow = atBottom();
       for (const r of renderers) if (r.handles(e.type) && r.render(e) === true) break;
+      keepInView(follow);
       if (probe.streamState === 'live') probe.latencies.push(Date.now() - e.ts);
       if (e.type === 'lease.changed' || e.type === 'turn.completed' || e.type === 'turn.started') void refreshControl();
     },

@@ -9,6 +9,14 @@ import type { PageEvent } from '../api.js';
 const PTY_COLS = 80;
 const PIPE_COLS = 100;
 const ROWS = 16;
+/**
+ * Back to the normal screen with the modes a new command expects. Leaving the alternate screen
+ * (1049) restores the cursor the program saved on entering it; on the normal screen already, it
+ * restores the cursor saved just before (DECSC), so it stays where it is. Then no scroll region
+ * (setting one homes the cursor: saved and restored around it), autowrap on, cursor shown,
+ * attributes reset.
+ */
+const RESET_MODES = '\x1b7\x1b[?1049l\x1b7\x1b[r\x1b8\x1b[?7h\x1b[?25h\x1b[0m';
 
 function base64ToBytes(b64: string): Uint8Array {
   const bin = atob(b64);
@@ -26,18 +34,34 @@ export class TerminalRenderer {
   /** Whether the cursor is at the start of a line, so the next `$ command` starts on a fresh one. */
   private atLineStart = true;
 
-  constructor(container: HTMLElement) {
+  constructor(
+    container: HTMLElement,
+    /** A line above the terminal saying whose output it shows: the current turn's command, or that it has none yet. */
+    private readonly caption?: HTMLElement,
+  ) {
     this.term = new Terminal({ convertEol: true, rows: ROWS, cols: PIPE_COLS, scrollback: 5000, disableStdin: true });
     this.term.open(container);
+    this.say('no command has run yet');
   }
 
   handles(type: string): boolean {
-    return type.startsWith('command.');
+    return type.startsWith('command.') || type === 'turn.started';
   }
 
   render(e: PageEvent): void {
     const d = e.data;
+    if (e.type === 'turn.started') {
+      // Until this turn runs a command, the output below is an earlier turn's: say so.
+      this.say('this turn has run no command yet; below: the output of earlier turns');
+      return;
+    }
     if (e.type === 'command.started') {
+      // A program of an earlier turn may have left the terminal in its own state (the alternate
+      // screen of a full-screen program that was cancelled, a scroll region, a hidden cursor): the
+      // new command starts on the normal screen, and the panel shows its start.
+      this.term.write(RESET_MODES);
+      this.term.scrollToBottom();
+      this.say(`$ ${String(d.command)} — running`);
       const tty = d.tty === true;
       // Pipes: "\n" is a new line. A terminal: the program's bytes as they are (its tty wrote "\r\n").
       // xterm parses writes later, in order: switch once what came before is parsed, before what follows.
@@ -57,8 +81,22 @@ export class TerminalRenderer {
       this.text += this.decoder.decode();
       this.decoder = new TextDecoder();
       // Attributes the program left set (colour, reverse) end with it.
-      this.write(`\x1b[0m${this.atLineStart ? '' : '\r\n'}\x1b[2m[exit ${d.exitCode === null ? String(d.signal) : String(d.exitCode)}]\x1b[0m\r\n`);
+      const how = d.exitCode === null ? String(d.signal) : String(d.exitCode);
+      this.write(`\x1b[0m${this.atLineStart ? '' : '\r\n'}\x1b[2m[exit ${how}]\x1b[0m\r\n`);
+      if (this.caption) this.say(`${(this.caption.textContent ?? '').replace(/ — running$/, '')} — exit ${how}`);
     }
+  }
+
+  private say(text: string): void {
+    if (this.caption) this.caption.textContent = text;
+  }
+
+  /** The rows the terminal shows now, trailing blanks cut. */
+  visibleRows(): string[] {
+    const buf = this.term.buffer.active;
+    const out: string[] = [];
+    for (let i = buf.viewportY; i < buf.viewportY + this.term.rows; i++) out.push(buf.getLine(i)?.translateToString(true) ?? '');
+    return out;
   }
 
   /** The screen as a terminal shows it: every line of the buffer (scrollback included; a line the width wrapped is one), trailing blanks cut. */

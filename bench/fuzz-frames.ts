@@ -26,7 +26,7 @@ const rawPackr = new Packr({ useRecords: false, variableMapSize: true, encodeUnd
 
 const METHODS = [
   'ping', 'daemon/status', 'session/create', 'session/list', 'session/read', 'session/subscribe', 'session/unsubscribe',
-  'session/rename', 'session/archive', 'session/delete', 'lease/acquire', 'lease/release', 'turn/start', 'turn/cancel',
+  'session/rename', 'session/archive', 'session/unarchive', 'session/delete', 'lease/acquire', 'lease/release', 'turn/start', 'turn/cancel',
   'mutation/status', 'initialize', 'initialized', 'approval/request', 'nope/never',
 ];
 const FIELDS = [
@@ -47,6 +47,7 @@ function examples(sessionId: string): [string, Record<string, unknown>][] {
     ['session/unsubscribe', { sessionId }],
     ['session/rename', { sessionId, epoch: 1, title: 'x' }],
     ['session/archive', { sessionId, epoch: 1 }],
+    ['session/unarchive', { sessionId, epoch: 1 }],
     ['session/delete', { sessionId, epoch: 1 }],
     ['lease/acquire', { sessionId: 'ses_not_a_session', takeover: false, resumeToken: 'r' }],
     ['lease/release', { sessionId, epoch: 1 }],

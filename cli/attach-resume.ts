@@ -35,6 +35,8 @@ export class AttachLeaseFile {
   private readonly file: string;
   private readonly dir: string;
   private warned = false;
+  /** This attach wrote the file (held control): only then is removing it its business. */
+  private mine = false;
 
   constructor(
     env: NodeJS.ProcessEnv,
@@ -75,6 +77,7 @@ export class AttachLeaseFile {
       ensurePrivateDir(this.dir);
       fs.writeFileSync(tmp, JSON.stringify(saved), { mode: 0o600 });
       fs.renameSync(tmp, this.file);
+      this.mine = true;
     } catch (e) {
       fs.rmSync(tmp, { force: true });
       if (!this.warned) {
@@ -84,8 +87,13 @@ export class AttachLeaseFile {
     }
   }
 
-  /** Control was released or lost: nothing is left to reclaim. Only our own file (or an orphan) is removed. */
+  /**
+   * Control was released or lost: nothing is left to reclaim. Only a file this attach wrote is
+   * removed (an observer leaves a crashed controller's token alone), and not once a live attach
+   * that took control since has written its own.
+   */
   remove(): void {
+    if (!this.mine) return;
     const saved = this.readAny();
     if (saved && saved.pid !== process.pid && isProcessAlive(saved.pid)) return;
     fs.rmSync(this.file, { force: true });

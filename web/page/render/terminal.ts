@@ -33,6 +33,8 @@ export class TerminalRenderer {
   private decoder = new TextDecoder();
   /** Whether the cursor is at the start of a line, so the next `$ command` starts on a fresh one. */
   private atLineStart = true;
+  /** Commands shown so far (the caption says whether earlier output is there). */
+  private commands = 0;
 
   constructor(
     container: HTMLElement,
@@ -52,13 +54,14 @@ export class TerminalRenderer {
     const d = e.data;
     if (e.type === 'turn.started') {
       // Until this turn runs a command, the output below is an earlier turn's: say so.
-      this.say('this turn has run no command yet; below: the output of earlier turns');
+      this.say(`this turn has run no command yet${this.commands > 0 ? '; below: the output of earlier turns' : ''}`);
       return;
     }
     if (e.type === 'command.started') {
       // A program of an earlier turn may have left the terminal in its own state (the alternate
       // screen of a full-screen program that was cancelled, a scroll region, a hidden cursor): the
       // new command starts on the normal screen, and the panel shows its start.
+      this.commands++;
       this.term.write(RESET_MODES);
       this.term.scrollToBottom();
       this.say(`$ ${String(d.command)} — running`);

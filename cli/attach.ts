@@ -21,6 +21,7 @@
 // about 400 lines with this header: one terminal's state, its events and its leaving.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
+import { AttachChat } from './attach-chat.js';
 import { AttachControl } from './attach-control.js';
 import { DEFAULT_PREFIX_KEY, parsePrefixKey } from './attach-input.js';
 import { ProgramTerminal } from './attach-program.js';
@@ -74,6 +75,8 @@ export async function attach(sessionArg: string | undefined, opts: AttachOptions
 
 class Attach implements KeyHost {
   readonly view: AttachView;
+  /** The chat answer streaming into the view, laid out as markdown. */
+  private readonly chat: AttachChat;
   readonly id: string;
   private title: string;
   readonly control: AttachControl;
@@ -107,6 +110,7 @@ class Attach implements KeyHost {
       this.program.sendSize();
       this.refresh();
     });
+    this.chat = new AttachChat(this.view);
     this.id = session.id;
     this.title = session.title;
     this.runningTurnId = session.runningTurnId;
@@ -245,13 +249,14 @@ class Attach implements KeyHost {
         break;
     }
     this.control.onEvent(event);
+    if (this.chat.onEvent(event)) return this.refresh();
     for (const r of renderEvent(event, this.view.color, { deniedTurns: this.control.deniedTurns, previousHolder })) {
       // An approval is printed once: observers are told who must answer; the controller's prompt is the footer.
       if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line') {
         this.control.watchedApprovals.add(event.data.approvalId);
         this.view.line(`${r.text}${paint(this.view.color, 'dim', ` — waiting for ${describeHolder(this.control.controller)} to answer`)}`);
       } else if (r.kind === 'line') this.view.line(r.text);
-      else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
+      else if (event.type !== 'message.completed') this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
     if (event.type === 'command.started' && event.data.tty) this.program.started(event.data.turnId, event.data.command);
     this.refresh();

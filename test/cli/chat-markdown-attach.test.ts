@@ -70,4 +70,32 @@ describe.skipIf(skipWithout(TMUX))('a chat answer in markdown in astra attach', 
       'The build passes on every machine we tried, and the remaining work is small enough to finish this week if nothing else comes up along the way.',
     );
   });
+
+  it('lays the unfinished paragraph out again for the new width when the terminal is resized mid-answer, printed once', async () => {
+    const server = await startModelServerProcess(['markdown-held'], children);
+    const home = makeHome('amdr');
+    const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
+    const tmux = new Tmux(env);
+    cleanups.push(() => cleanupHome(home));
+    cleanups.push(() => tmux.destroy());
+    const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
+    expect(r.code, r.stderr).toBe(0);
+    tmux.start('a', ['attach', r.stdout.trim()], {}, 70);
+    await tmux.waitStatus('a', /you control this session/);
+    tmux.type('a', 'go on', true);
+    await tmux.waitScreen('a', /resized in the middle of/);
+    tmux.run(['resize-window', '-t', 'a', '-x', '44', '-y', '40']);
+    // The live paragraph is drawn again at 43 columns: its first row ends before "enough".
+    await tmux.waitScreen('a', /^A paragraph long enough to wrap over$/m);
+    await fetch(`${server.baseUrl.replace(/\/v1$/, '')}/__release`, { method: 'POST' });
+    const screen = await tmux.waitScreen('a', /turn completed/, 30_000);
+    const answer = fixtureAnswer('markdown-held');
+    const expected = renderMarkdown(answer, 43, true).map(plain);
+    const lines = screen.split('\n').map((l) => l.trimEnd());
+    const start = lines.indexOf(expected[0]!);
+    expect(start, screen).toBeGreaterThan(0);
+    expect(lines.slice(start, start + expected.length), screen).toEqual(expected);
+    expect(screen.split('A paragraph long').length, screen).toBe(2);
+    expect(screen).toContain('and it ends here.');
+  });
 });

@@ -43,8 +43,10 @@ export class AttachView {
   private partialTimer: NodeJS.Timeout | undefined;
   private footer: Footer = { status: '', statusColour: 'gray', promptPrefix: '', input: '' };
   private footerKey = '';
-  /** Visible widths of the footer lines on screen, to erase them even after a resize rewrapped them. */
-  private drawn: { status: number; prompt: number } | undefined;
+  /** Visible widths of the footer lines (and the live lines above it) on screen, to erase them even after a resize rewrapped them. */
+  private drawn: { status: number; prompt: number; live?: number[] } | undefined;
+  /** Lines drawn again at each flush between the output and the footer (a chat answer's unfinished block: attach-chat.ts). */
+  private liveLines: ((cols: number) => string[]) | undefined;
   private scheduled = false;
   private closed = false;
   private readonly raw: RawScreen;
@@ -205,6 +207,16 @@ export class AttachView {
     this.schedule();
   }
 
+  /**
+   * Lines that are not final yet, laid out for the width at each draw: shown below the output and
+   * erased and drawn again like the footer (only on a TTY; without one the caller prints lines).
+   */
+  setLive(render: ((cols: number) => string[]) | undefined): void {
+    if (this.closed || (!render && !this.liveLines)) return;
+    this.liveLines = render;
+    if (this.tty && !this.raw.isActive) this.schedule();
+  }
+
   // ---- the footer ----
 
   setFooter(footer: Footer): void {
@@ -237,6 +249,9 @@ export class AttachView {
   close(finalLines: string[] = []): void {
     if (this.closed) return;
     this.takePartial();
+    // What was live stays on screen, for good.
+    if (this.tty && this.liveLines) for (const l of this.liveLines(this.cols)) this.push(`${l}\n`);
+    this.liveLines = undefined;
     if (this.raw.isActive) this.push(this.raw.leave());
     for (const l of [...this.deferred.splice(0), ...finalLines]) this.push(`${l}\n`);
     if (this.tty) this.push('\x1b[?2004l');
@@ -327,7 +342,7 @@ export class AttachView {
       // have wrapped the footer over more rows: go up to where the status line starts now.
       const cols = this.cols;
       const rows = (n: number) => Math.max(1, Math.ceil(n / cols));
-      const up = rows(this.drawn.prompt) - 1 + rows(this.drawn.status);
+      const up = rows(this.drawn.prompt) - 1 + rows(this.drawn.status) + (this.drawn.live ?? []).reduce((n, w) => n + rows(w), 0);
       parts.push(`\r\x1b[${up}A\x1b[J`);
     }
     this.drawn = undefined;
@@ -335,7 +350,12 @@ export class AttachView {
     this.pending = [];
     // A program clipped to this window: the rows its output changed this tick, drawn from its copy.
     if (this.raw.isActive) parts.push(this.raw.render());
-    if (this.tty && drawFooter && !this.raw.isActive) parts.push(this.renderFooter());
+    if (this.tty && drawFooter && !this.raw.isActive) {
+      const live = this.liveLines?.(this.cols) ?? [];
+      if (live.length) parts.push(`${live.join('\n')}\n`);
+      parts.push(this.renderFooter());
+      if (live.length) this.drawn!.live = live.map((l) => displayWidth(l));
+    }
     if (parts.every((p) => p.length === 0)) return;
     this.stdout.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))));
   }

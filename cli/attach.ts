@@ -14,15 +14,11 @@
 // Observers see everything live and read-only; their typing is refused with a hint; Ctrl-T (or
 // Ctrl-] t) takes control unless attached with --observe. The user's terminal is put back
 // (restoreSequence) when a command ends, on detach, on SIGTERM/SIGHUP, on a crash and at exit.
-// The parts: attach-keys.ts (what keys do), attach-input.ts (prefix, input batching),
-// attach-program.ts (the running program's terminal: screen, keys, size), attach-view.ts (the one
-// writer; lines and footer), attach-terminal.ts (the raw screen; raw mode, signals, restore),
-// attach-status.ts (status texts), attach-control.ts (control: leases and approvals),
-// attach-resume.ts (the resume token kept for a re-run after a crash), attach-approval.ts (the
-// approval prompt's clock), attach-connection.ts (the daemon connection: lost, back, stopped).
+// The parts, one concern a file: docs/architecture.md lists them (cli/attach-*.ts).
 // This file: one terminal's state, its events and its leaving.
 import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient, SubscribeOptions } from '../client/index.js';
+import { AttachChat } from './attach-chat.js';
 import { ApprovalClock, lateKeyMsFrom } from './attach-approval.js';
 import { AttachConnection } from './attach-connection.js';
 import { AttachControl } from './attach-control.js';
@@ -79,6 +75,8 @@ export async function attach(sessionArg: string | undefined, opts: AttachOptions
 
 class Attach implements KeyHost {
   readonly view: AttachView;
+  /** The chat answer streaming into the view, laid out as markdown. */
+  private readonly chat: AttachChat;
   readonly id: string;
   private title: string;
   readonly control: AttachControl;
@@ -110,6 +108,7 @@ class Attach implements KeyHost {
       this.program.sendSize();
       this.refresh();
     });
+    this.chat = new AttachChat(this.view);
     this.id = session.id;
     this.title = session.title;
     this.runningTurnId = session.runningTurnId;
@@ -228,13 +227,14 @@ class Attach implements KeyHost {
         break;
     }
     this.control.onEvent(event);
+    if (this.chat.onEvent(event)) return this.refresh();
     for (const r of renderEvent(event, this.view.color, { deniedTurns: this.control.deniedTurns, previousHolder })) {
       // An approval is printed once: observers are told who must answer; the controller's prompt is the footer.
       if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line') {
         this.control.watchedApprovals.add(event.data.approvalId);
         this.view.line(`${r.text}${paint(this.view.color, 'dim', ` — waiting for ${describeHolder(this.control.controller)} to answer`)}`);
       } else if (r.kind === 'line') this.view.line(r.text);
-      else this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
+      else if (event.type !== 'message.completed') this.view.output(r.stream === 'stderr' && this.view.color ? paint(true, 'red', r.text) : r.text);
     }
     if (event.type === 'command.started' && event.data.tty) this.program.started(event.data.turnId, event.data.command, event.data);
     this.refresh();

@@ -1,11 +1,13 @@
 // Conversation events → text: the user's input, assistant text streamed by message.delta and
 // settled by message.completed (one element per model answer: a turn with tool calls has several,
-// with the tool cards between them), turn ends and errors.
+// with the tool cards between them), turn ends and errors. An answer is markdown (markdown.ts:
+// DOM nodes built from marked's tokens, never HTML of the model's text).
 import type { PageEvent } from '../api.js';
+import { MarkdownAnswer } from './markdown.js';
 
 export class MessageRenderer {
   /** Per turn, the answer being streamed now. */
-  private readonly streaming = new Map<string, HTMLElement>();
+  private readonly streaming = new Map<string, MarkdownAnswer>();
 
   constructor(private readonly container: HTMLElement) {}
 
@@ -18,14 +20,15 @@ export class MessageRenderer {
     const turnId = String(d.turnId ?? '');
     if (e.type === 'message.user') this.line('user', `> ${String(d.text)}`);
     else if (e.type === 'message.delta') {
-      let el = this.streaming.get(turnId);
-      if (!el) {
-        el = this.line('assistant streaming', '');
-        this.streaming.set(turnId, el);
+      let answer = this.streaming.get(turnId);
+      if (!answer) {
+        answer = new MarkdownAnswer(this.line('assistant streaming', ''));
+        this.streaming.set(turnId, answer);
       }
-      el.append(String(d.text));
+      answer.append(String(d.text));
     } else if (e.type === 'message.completed') {
-      const el = this.streaming.get(turnId) ?? this.line('assistant', '');
+      const answer = this.streaming.get(turnId) ?? new MarkdownAnswer(this.line('assistant', ''));
+      const el = answer.element;
       this.streaming.delete(turnId);
       const text = String(d.text);
       // An answer that only called tools has no text: its cards say what it did.
@@ -34,7 +37,7 @@ export class MessageRenderer {
         return;
       }
       el.classList.remove('streaming');
-      el.textContent = text;
+      answer.set(text);
       if (typeof d.finishReason === 'string') el.dataset.finishReason = d.finishReason;
     } else if (e.type === 'turn.completed') {
       // reason: why it ended so when nobody cancelled it and nothing failed (e.g. 'denied: the command was not approved').

@@ -85,6 +85,8 @@ export class ProgramTerminal {
     const turnId = this.current?.turnId ?? h.runningTurnId;
     if (!h.isLive() || !h.isController || !turnId || !h.view.tty) return;
     const { cols, rows } = h.view.programSize();
+    // The copy of the program's screen takes the size at once (the daemon's screen at it follows).
+    h.view.programResized({ cols, rows });
     h.client.command.resize({ sessionId: h.id, turnId, cols, rows }).catch(() => {
       // The turn ended meanwhile, or control moved: the next command gets the size then.
     });

@@ -57,6 +57,8 @@ export class RawScreen {
    */
   private mirror: ProgramMirror | undefined;
   private clipped = false;
+  /** The program placed its cursor itself on the normal screen (top does; see checkClip). */
+  private addressed = false;
   /** Clipped: bytes were fed to the mirror since the last render. */
   private dirty = false;
 
@@ -103,6 +105,7 @@ export class RawScreen {
     const safe = this.filter.push(data);
     if (!this.mirror) return this.pass(safe);
     this.mirror.write(safe);
+    if (!this.addressed && !this.mirror.alternate) this.addressed = placesCursor(safe);
     const passed = this.pass(safe);
     const clip = this.checkClip(false);
     return clip ? Buffer.concat([passed, Buffer.from(clip)]) : passed;
@@ -128,8 +131,8 @@ export class RawScreen {
   }
 
   /**
-   * Clipping is on while a full-screen program (one on its alternate screen: it places its cursor
-   * itself) is larger than the rows and columns it has here; a line program's bytes go through (its
+   * Clipping is on while a full-screen program (on its alternate screen, or one that placed its
+   * cursor on the normal screen: top) is larger than the rows and columns it has here; a line program's bytes go through (its
    * lines wrap, as they would in any narrower terminal). Clipped, the program's screen is drawn on
    * this terminal's alternate screen, so leaving it gives back what was there before. Into clipping,
    * out of it while the program stays on its alternate screen (the window grew), or `force` (a new
@@ -138,7 +141,7 @@ export class RawScreen {
   private checkClip(force: boolean): string {
     const m = this.mirror;
     const view = this.programSize(this.cols, this.rows);
-    const clip = m !== undefined && this.guard !== undefined && m.alternate && m.clips(view);
+    const clip = m !== undefined && this.guard !== undefined && (m.alternate || this.addressed) && m.clips(view);
     if (clip === this.clipped && !(force && clip)) return '';
     let out = '';
     if (clip && !this.alternate) {
@@ -146,7 +149,7 @@ export class RawScreen {
       this.normalAtLineStart = this.atLineStart;
       this.alternate = true;
     }
-    const programLeftAlternate = this.clipped && !clip && !m?.alternate;
+    const programLeftAlternate = this.clipped && !clip && m !== undefined && m.clips(view);
     this.clipped = clip;
     this.dirty = false;
     if (programLeftAlternate && this.alternate) {
@@ -160,7 +163,7 @@ export class RawScreen {
   private dropMirror(): void {
     this.mirror?.dispose();
     this.mirror = undefined;
-    this.clipped = this.dirty = false;
+    this.clipped = this.dirty = this.addressed = false;
   }
 
   /**
@@ -188,7 +191,7 @@ export class RawScreen {
       // Too small for it: checkClip draws the screen from the copy (else the snapshot goes as it is).
       this.clipped = false;
       const m = this.mirror;
-      if (m && this.guard && m.alternate && m.clips(this.programSize(this.cols, this.rows))) {
+      if (m && this.guard && (m.alternate || this.addressed) && m.clips(this.programSize(this.cols, this.rows))) {
         parts.push(Buffer.from(this.checkClip(true)));
         return Buffer.concat(parts);
       }
@@ -302,4 +305,18 @@ export class RawScreen {
     const text = tail.replace(TRAILING_CSI, '');
     if (text.length > 0) this.atLineStart = text.endsWith('\n');
   }
+}
+
+// eslint-disable-next-line no-control-regex
+const SCREEN_SWITCH = /\x1b\[\?(?:1049|1047|47)[hl]/g;
+// eslint-disable-next-line no-control-regex
+const PLACES_CURSOR = /\x1b\[\d*(?:;\d*)?[Hfd]|\x1b\[2J/;
+
+/** The bytes (after their last switch of screens) place the cursor or clear the screen: a full-screen program's. */
+function placesCursor(b: Buffer): boolean {
+  if (b.indexOf(0x1b) === -1) return false;
+  const s = b.toString('latin1');
+  let from = 0;
+  for (const m of s.matchAll(SCREEN_SWITCH)) from = m.index! + m[0].length;
+  return PLACES_CURSOR.test(s.slice(from));
 }

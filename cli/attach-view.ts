@@ -102,6 +102,13 @@ export class AttachView {
     return this.raw.programSize(this.cols, this.rows);
   }
 
+  /** This controller gave the program a new size (see RawScreen.programSize). */
+  programResized(size: { cols: number; rows: number }): void {
+    if (this.closed || !this.raw.isActive) return;
+    this.push(this.raw.programSize(size));
+    this.schedule();
+  }
+
   /** Command output, verbatim; whole lines are printed at once, a partial line after a short wait. */
   output(text: string): void {
     if (this.closed || text.length === 0) return;

@@ -81,10 +81,9 @@ export class ProgramMirror {
 
   /** Starts again from a screen snapshot: `data` draws it on a cleared terminal of cols × rows. */
   reset(cols: number, rows: number, data: Uint8Array): void {
-    const term = ProgramMirror.open(cols, rows);
-    if (!term) return;
-    this.term.dispose();
-    this.term = term;
+    // The same emulator, reset (a flood's frames come about 30 times a second).
+    this.term.reset();
+    this.resize(cols, rows);
     this.write(data);
     this.drawn = [];
   }

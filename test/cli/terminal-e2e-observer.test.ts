@@ -8,20 +8,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/processes.js';
-import { TMUX, VIM, skipWithout, vimCommand } from '../helpers/system-tools.js';
+import { TMUX, TOP, VIM, skipWithout, vimCommand } from '../helpers/system-tools.js';
 import { UI, newSession, sharedDaemon, tmuxFor, type TermPanes } from './terminal-e2e-harness.js';
 
-const skip = skipWithout(TMUX) || skipWithout(VIM);
+const skipTmux = skipWithout(TMUX);
+const skip = skipTmux || skipWithout(VIM);
+const skipTop = skipTmux || skipWithout(TOP);
 
 /** The controller's program rows (all but its status row) cut to the observer's columns and rows. */
-function clippedView(t: TermPanes, from: string, cols: number, rows: number): string[] {
-  return t.rows(from).slice(0, rows).map((l) => [...l].slice(0, cols).join('').replace(/\s+$/, ''));
+function clippedView(t: TermPanes, from: string, cols: number, rows: number, top = 0): string[] {
+  return t.rows(from).slice(top, top + rows).map((l) => [...l].slice(0, cols).join('').replace(/\s+$/, ''));
 }
 
-async function waitSame(t: TermPanes, observer: string, controller: string, cols: number, rows: number, what: string): Promise<void> {
+async function waitSame(t: TermPanes, observer: string, controller: string, cols: number, rows: number, what: string, followCursor = false): Promise<void> {
   try {
     await waitFor(what, () => {
-      const want = clippedView(t, controller, cols, rows);
+      // The rows ending with the program's cursor, when it is below what fits.
+      const y = followCursor ? t.cursor(controller).y : 0;
+      const want = clippedView(t, controller, cols, rows, y >= rows ? y - rows + 1 : 0);
       const got = t.rows(observer).slice(0, rows);
       return want.some((l) => l !== '') && JSON.stringify(got) === JSON.stringify(want) ? true : undefined;
     }, 20_000);
@@ -30,10 +34,28 @@ async function waitSame(t: TermPanes, observer: string, controller: string, cols
   }
 }
 
-describe.skipIf(skip)('an observer smaller than the controller', () => {
+describe.skipIf(skipTmux)('an observer smaller than the controller', () => {
   const d = sharedDaemon();
 
-  it('sees vim clipped to its window with a marker, keeps its status line, and Ctrl-] l repairs its screen exactly', async () => {
+  it.skipIf(skipTop)('sees top (a full-screen program on the normal screen) clipped to the rows with its cursor, the status line kept', async () => {
+    const t = tmuxFor(d);
+    const id = await newSession(d, 'small observer top');
+    t.attach('a', id);
+    await t.waitStatus('a', UI.controlling);
+    t.start('b', ['attach', id], {}, 80);
+    t.resize('b', 80, 15);
+    await t.waitStatus('b', UI.observing);
+    // Once drawn, top waits 30 s before it draws again: both panes hold still to be compared.
+    t.type('a', 'top -d 30', true);
+    await t.waitVisible('a', /PID USER/);
+    await t.waitLastRow('b', /clipped 80×14 of 120×39 │ observing/);
+    await waitSame(t, 'b', 'a', 80, 14, 'the observer showing 80×14 of top', true);
+    t.key('a', 'q');
+    for (const pane of ['a', 'b']) await t.waitScreen(pane, UI.turnCompleted(0));
+    await t.waitStatus('b', UI.observing);
+  });
+
+  it.skipIf(skip)('sees vim clipped to its window with a marker, keeps its status line, and Ctrl-] l repairs its screen exactly', async () => {
     const t = tmuxFor(d);
     const id = await newSession(d, 'small observer');
     const file = path.join(d.home, `wide-${id}.txt`);

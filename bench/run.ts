@@ -10,6 +10,7 @@ import { runIpcBench } from './ipc/ipc-bench.js';
 import { runJournalBench } from './journal/journal-bench.js';
 import { CHAT_OBSERVERS, LONG_ROUNDS, LONG_TOKENS, runChatBench, type ChatFigures } from './chat/chat-bench.js';
 import { DaemonProc } from './daemon-proc.js';
+import { runFromTests } from './from-tests.js';
 import { runTerminalBench } from './terminal/terminal-bench.js';
 import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
 import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
@@ -37,7 +38,7 @@ const FLOOD_EVENTS = 50_000;
 const STARTUP_REPEATS = 5;
 const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
 /**
- * BENCH_ONLY=peers,astra,cold,fan,startup,memory,journal,ipc,chat,terminal runs a subset (for profiling); the
+ * BENCH_ONLY=peers,astra,cold,fan,startup,memory,tests,journal,ipc,chat,terminal runs a subset (for profiling); the
  * default is all. BENCH_ONLY=rt runs only the round trips of bare and Astra, beside each other
  * (the full run measures them in `peers` and `astra`).
  */
@@ -509,6 +510,7 @@ function figure(id: string, name: string, unit: string, better: 'higher' | 'lowe
 
 function fmt(v: number | undefined, unit: string): string {
   if (v === undefined || Number.isNaN(v)) return '—';
+  if (unit === 'ratio') return v.toFixed(3);
   if (unit === 'µs' || unit === 'MB' || unit === 'ms' || unit === 'µs/event') return v >= 100 ? v.toFixed(0) : v.toFixed(1);
   return Math.round(v).toLocaleString('en-US');
 }
@@ -544,6 +546,10 @@ async function main(): Promise<void> {
   if (runs('memory')) {
     log('memory');
     for (let r = 0; r < REPEATS; r++) await memory();
+  }
+  if (runs('tests')) {
+    log('what the tests no longer assert: flood frames, terminal chunks, fuzz rate, refused connections\' memory');
+    for (let r = 0; r < REPEATS; r++) for (const [id, v] of Object.entries(await runFromTests(log))) record(id, 'astra', v);
   }
   let journal: Record<string, number> = {};
   if (runs('journal')) {
@@ -594,6 +600,13 @@ async function main(): Promise<void> {
     figure('mem.stoppedObserverFloodMB', `daemon RSS added during a ${FLOOD_EVENTS.toLocaleString('en-US')}-event flood with a SIGSTOPped observer`, 'MB', 'lower', ''),
     figure('mem.floodAloneMB', `daemon RSS added during the same flood, no stopped observer`, 'MB', 'lower', ''),
     figure('mem.stoppedObserverAddMB', 'daemon RSS added by the stopped observer itself (difference of the two)', 'MB', 'lower', '≤ 32 MB', (a) => a <= 32),
+    // Once asserted by tests (bench/from-tests.ts); the targets are the bounds those tests had.
+    figure('flood.screenOutputShare', '`seq 1 300000` to a screen subscriber: share of its output delivered as output (the rest as frames)', 'ratio', 'lower', '< 0.25', (a) => a < 0.25),
+    figure('flood.screenFrames', 'the same: frames of the screen it got', 'frames', 'lower', ''),
+    figure('flood.outputMBPerSec', 'the same: the flood\'s rate (frames begin past 2.5 MB/s)', 'MB/s', 'higher', ''),
+    figure('pty.largeChunkShare', '`seq 1 300000` from a pseudo-terminal: share of its bytes in chunks over 4 KiB', 'ratio', 'higher', '> 0.5', (a) => a > 0.5),
+    figure('fuzz.framesPerSec', `fuzzed frames answered by a daemon (${(4000).toLocaleString('en-US')} frames)`, 'frames/s', 'higher', '≥ 125', (a) => a >= 125),
+    figure('mem.refusedConnectionsArrayBuffersMB', 'daemon arrayBuffers after GC, added by 300 connections refused as overloaded (256 held)', 'MB', 'lower', '< 8 MB', (a) => a < 8),
   ];
   // The journal's own bare peers are in its results; fold them into the same table.
   const jf = (id: string, name: string, unit: string, better: 'higher' | 'lower', astra: number, bareV: number, target: string, pass: boolean): Figure => ({

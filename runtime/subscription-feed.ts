@@ -93,7 +93,7 @@ export interface FeedSource {
   drop(feed: SubscriptionFeed): void;
 }
 
-/** A subscriber waiting for capacity this long holds no events in the catch-up cache (see waitForCapacity). */
+/** A subscriber waiting for capacity this long (and a turn of the event loop) holds no events in the catch-up cache (see waitForCapacity). */
 const CATCHUP_STALL_MS = 200;
 const SUBSCRIBE_PAGE_EVENTS = 2000;
 const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
@@ -348,14 +348,22 @@ export class SubscriptionFeed {
    */
   private async waitForCapacity(): Promise<void> {
     if (!this.sink.waitForCapacity) return;
+    let waiting = true;
     const timer = setTimeout(() => {
-      this.stalled = true;
-      this.source.trimTail();
+      // Stalled only if it still has no capacity once the event loop has run what was queued
+      // before (the capacity the sink may already have): a daemon busy for CATCHUP_STALL_MS is not a
+      // reader that stopped.
+      setImmediate(() => {
+        if (!waiting) return;
+        this.stalled = true;
+        this.source.trimTail();
+      });
     }, CATCHUP_STALL_MS);
     timer.unref();
     try {
       await this.sink.waitForCapacity();
     } finally {
+      waiting = false;
       clearTimeout(timer);
       this.stalled = false;
     }

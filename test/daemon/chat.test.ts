@@ -194,7 +194,9 @@ describe('the chat engine through the daemon', () => {
       ['stall', 'model_stalled', true],
     ];
     const server = await modelServer(faults.map(([f]) => f));
-    const { driver } = await setup(server.baseUrl, { ASTRA_CHAT_STALL_MS: '300' });
+    // The stall bound also runs while the server has not answered yet: long enough for a loaded
+    // machine's model server to answer the other faults (300 ms made a slow 401 a model_stalled).
+    const { driver } = await setup(server.baseUrl, { ASTRA_CHAT_STALL_MS: '5000' });
     const ctl = await driver('controller');
     const { session } = await ctl.call('session/create', { engine: 'chat', engineOptions: { model: 'llama3.1' } });
     await ctl.call('session/subscribe', { sessionId: session.id });

@@ -62,7 +62,8 @@ async function readAll(rt: Runtime, id: string, from = 0): Promise<SessionEvent[
 }
 
 describe('crash safety', () => {
-  it('a writer SIGKILLed mid-burst 20 times leaves a valid prefix holding every acknowledged mutation', { timeout: 120_000 }, async () => {
+  // 20 writer processes started and killed, the journal re-read after each: minutes on a loaded machine (the waits inside have their own deadlines).
+  it('a writer SIGKILLed mid-burst 20 times leaves a valid prefix holding every acknowledged mutation', { timeout: 300_000 }, async () => {
     const dataDir = tempDir();
     dirs.push(dataDir);
     const allAcks: Ack[] = [];

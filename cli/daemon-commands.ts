@@ -2,7 +2,16 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';
-import { isProcessAlive, removeRecordIfOwned, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+import {
+  ensurePrivateDir,
+  isProcessAlive,
+  removeRecordIfOwned,
+  removeRestartMarker,
+  resolvePaths,
+  writeRestartMarker,
+  type AstraPaths,
+  type DiscoveryRecord,
+} from '../discovery/index.js';
 import { connectOrSpawn, handshake, readUsableRecord } from '../client/connect.js';
 import { parseDuration } from '../protocol/index.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
@@ -208,7 +217,7 @@ async function startDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: n
     return ExitCode.ok;
   }
   const daemonArgs = idleTimeoutMs === undefined ? [] : ['--idle-timeout', String(idleTimeoutMs)];
-  const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs });
+  const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs, explicitStart: true });
   conn.close();
   out.stdout(
     spawned
@@ -216,6 +225,44 @@ async function startDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: n
       : `the daemon is already running (pid ${init.daemon.pid}, instance ${init.instanceId})`,
   );
   return ExitCode.ok;
+}
+
+/** How many times restart stops a daemon some other client started in its place before it gives up. */
+const RESTART_ATTEMPTS = 3;
+
+/**
+ * Stops the daemon and starts the new one itself, with this environment. Its marker in the runtime
+ * dir keeps clients waiting for that daemon instead of starting one of theirs; a daemon started in
+ * its place anyway (by an Astra without the marker) is stopped too.
+ */
+async function restartDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: number | undefined): Promise<number> {
+  const paths = resolvePaths(env);
+  ensurePrivateDir(paths.runtimeDir);
+  writeRestartMarker(paths.runtimeDir);
+  try {
+    await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
+    const daemonArgs = idleTimeoutMs === undefined ? [] : ['--idle-timeout', String(idleTimeoutMs)];
+    for (let attempt = 1; ; attempt++) {
+      const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs, explicitStart: true });
+      conn.close();
+      if (spawned) {
+        out.stdout(`daemon started (pid ${init.daemon.pid}, instance ${init.instanceId}) with this environment`);
+        return ExitCode.ok;
+      }
+      if (attempt >= RESTART_ATTEMPTS) {
+        throw new AstraError(
+          'spawn_failed',
+          `another client started a daemon (pid ${init.daemon.pid}) each time this restart stopped one, ${attempt} times; ` +
+            'stop the clients of an older Astra (they do not wait for a restart), then run `astra daemon restart` again',
+          { pid: init.daemon.pid },
+        );
+      }
+      out.stderr(`another client started a daemon (pid ${init.daemon.pid}) before this restart could; stopping it too`);
+      await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
+    }
+  } finally {
+    removeRestartMarker(paths.runtimeDir);
+  }
 }
 
 export function registerDaemonCommands(program: Command, out: Output, env: NodeJS.ProcessEnv, setExit: (code: number) => void): void {
@@ -294,11 +341,10 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
 
   daemon
     .command('restart')
-    .description('stop the daemon (if running) and start a new one; attached clients are told to reconnect')
+    .description('stop the daemon (if running) and start a new one with this environment; attached clients wait for it and reconnect')
     .option('--idle-timeout <duration>', 'idle timeout for the new daemon (ms, or 30s/10m/1h; 0 = never; default 10m)')
     .action(async (o: { idleTimeout?: string }) => {
-      await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
-      setExit(await startDaemon(out, env, o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout')));
+      setExit(await restartDaemon(out, env, o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout')));
     });
 
   daemon

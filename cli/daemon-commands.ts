@@ -120,22 +120,6 @@ function explainNotRunning(out: Output, paths: AstraPaths): void {
   if (last) out.stdout(`  last log line: ${last}`);
 }
 
-/** How long a running daemon may take to put its record right (its self-check runs every 2 s by default). */
-function repairWaitMs(env: NodeJS.ProcessEnv): number {
-  const configured = Number(env.ASTRA_SELF_CHECK_MS);
-  return (Number.isFinite(configured) && configured > 0 ? configured : 2_000) + 500;
-}
-
-/** A daemon whose record names a live process, though the handshake with it failed. */
-function liveButUnreachable(paths: AstraPaths): DiscoveryRecord | undefined {
-  try {
-    const record = readUsableRecord(paths.recordPath);
-    return record && isProcessAlive(record.pid) && looksLikeDaemon(record.pid) ? record : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function waitUntilGone(pid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
@@ -299,23 +283,19 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
     .option('--json', 'print one JSON object')
     .action(async (o: { json?: boolean }) => {
       const paths = resolvePaths(env);
-      let running = await queryRunning(env);
-      // A live daemon whose record was altered puts it right at its next self-check: ask once more then.
-      if (!running && liveButUnreachable(paths)) {
-        await new Promise((r) => setTimeout(r, repairWaitMs(env)));
+      let running: RunningDaemon | undefined;
+      try {
+        // A live daemon whose record was altered puts it right at its next self-check: the connect waits for that.
         running = await queryRunning(env);
+      } catch (e) {
+        if (!(e instanceof AstraError && e.reason === 'unauthorized')) throw e;
+        const pid = typeof e.data.pid === 'number' ? e.data.pid : undefined;
+        if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid, reason: 'unauthorized', message: e.message, recordPath: paths.recordPath, logFile: paths.logFile }, null, 2));
+        else out.stdout(`${style(out, 'yellow', 'running but not answering')}: ${e.message}`);
+        setExit(ExitCode.error);
+        return;
       }
       if (!running) {
-        const live = liveButUnreachable(paths);
-        if (live) {
-          const msg =
-            `the daemon runs (pid ${live.pid}) but does not accept its own record's token; its record may be being repaired. ` +
-            'Try again in a moment; if it persists: astra daemon restart';
-          if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid: live.pid, recordPath: paths.recordPath, logFile: paths.logFile }, null, 2));
-          else out.stdout(`${style(out, 'yellow', 'running but not answering')}: ${msg}`);
-          setExit(ExitCode.error);
-          return;
-        }
         if (o.json) {
           out.stdout(JSON.stringify({ running: false, recordPath: paths.recordPath, runtimeDir: paths.runtimeDir, logFile: paths.logFile }, null, 2));
         } else {

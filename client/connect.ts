@@ -222,16 +222,46 @@ async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Conn
       return { conn, init, record, paths, spawned: false };
     } catch (e) {
       if (isNoDaemonError(e)) return undefined;
-      // A new daemon listens before it publishes its record: with a stale record we reach it with
-      // the old token. Read the record again; if it has not changed yet, the daemon is not ready.
+      // A new daemon listens before it publishes its record, and a running one puts an altered
+      // record right at its next self-check: wait that long for the record to change. One that
+      // stays refused is another daemon's or altered for good: say so, with the fix, at once.
       if (e instanceof AstraError && e.reason === 'unauthorized') {
-        const now = readUsableRecord(paths.recordPath);
-        if (attempt === 0 && now && now.token !== record.token) continue;
-        if (!now || now.token === record.token) return undefined;
+        const now = attempt < 3 ? await recordChange(paths.recordPath, record.token, repairWaitMs(envFor(opts))) : 'same';
+        if (now === 'changed') continue;
+        if (now === 'gone') return undefined;
+        throw refusedToken(paths, record);
       }
       throw e;
     }
   }
+}
+
+/** How long a running daemon may take to put its record right (its self-check, 2 s by default). */
+function repairWaitMs(env: NodeJS.ProcessEnv): number {
+  const configured = Number(env.ASTRA_SELF_CHECK_MS);
+  return Math.min(Number.isFinite(configured) && configured > 0 ? configured : 2_000, 10_000) + 500;
+}
+
+/** Waits up to `waitMs` for the record to carry another token than `token`, or to go. */
+async function recordChange(recordPath: string, token: string, waitMs: number): Promise<'changed' | 'gone' | 'same'> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const now = readUsableRecord(recordPath);
+    if (!now) return 'gone';
+    if (now.token !== token) return 'changed';
+    if (Date.now() >= deadline) return 'same';
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function refusedToken(paths: AstraPaths, record: DiscoveryRecord): AstraError {
+  return new AstraError(
+    'unauthorized',
+    `the daemon listening on ${record.endpoint} refuses the token in ${paths.recordPath}: the record was altered, or written by ` +
+      'another daemon (another Astra, a copied home), and no daemon put it right; run `astra daemon restart` to replace the daemon ' +
+      '(or `astra daemon stop --force`, then try again)',
+    { recordPath: paths.recordPath, endpoint: record.endpoint, pid: record.pid },
+  );
 }
 
 /** Stops the idle daemon of another version named by the record (SIGTERM, then waits for it). */

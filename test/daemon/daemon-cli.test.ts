@@ -411,6 +411,30 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
     expect(r.stdout).toMatch(/status\s+running/);
   });
 
+  it('a record with a token the daemon refuses for good: connect fails with unauthorized and the fix (no spawn_failed), status says it runs but refuses, restart mends it', async () => {
+    const h = home();
+    // A daemon that does not put its record right soon (self-check every 10 min).
+    const env = envFor(h, { ASTRA_SELF_CHECK_MS: '600000' });
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    const tmp = `${recordPath(h)}.tamper.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ ...record, token: 'D'.repeat(43) }), { mode: 0o600 });
+    fs.renameSync(tmp, recordPath(h));
+    const r = await runCli(['sessions'], env, 30_000);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).not.toMatch(/spawn_failed|did not answer within/);
+    expect(r.stderr).toContain(`refuses the token in ${recordPath(h)}`);
+    expect(r.stderr).toContain('astra daemon restart');
+    const st = await runCli(['daemon', 'status'], env, 30_000);
+    expect(st.code).toBe(1);
+    expect(st.stdout).toMatch(/running but not answering/);
+    expect(st.stdout).not.toMatch(/not running/);
+    const again = await runCli(['daemon', 'restart'], env, 40_000);
+    expect(again.code, again.stderr).toBe(0);
+    expect(readRecordFile(h)!.pid).not.toBe(record.pid);
+    expect((await runCli(['sessions'], env)).code).toBe(0);
+  });
+
   it('help shows default durations as durations', async () => {
     const h = home();
     const stop = await runCli(['daemon', 'stop', '--help'], envFor(h));

@@ -2,7 +2,16 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { AstraError, type DaemonStatus } from '../protocol/index.js';
-import { isProcessAlive, removeRecordIfOwned, resolvePaths, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
+import {
+  ensurePrivateDir,
+  isProcessAlive,
+  removeRecordIfOwned,
+  removeRestartMarker,
+  resolvePaths,
+  writeRestartMarker,
+  type AstraPaths,
+  type DiscoveryRecord,
+} from '../discovery/index.js';
 import { connectOrSpawn, handshake, readUsableRecord } from '../client/connect.js';
 import { parseDuration } from '../protocol/index.js';
 import { formatLogLine, followFile, tailLines } from './log-format.js';
@@ -111,22 +120,6 @@ function explainNotRunning(out: Output, paths: AstraPaths): void {
   if (last) out.stdout(`  last log line: ${last}`);
 }
 
-/** How long a running daemon may take to put its record right (its self-check runs every 2 s by default). */
-function repairWaitMs(env: NodeJS.ProcessEnv): number {
-  const configured = Number(env.ASTRA_SELF_CHECK_MS);
-  return (Number.isFinite(configured) && configured > 0 ? configured : 2_000) + 500;
-}
-
-/** A daemon whose record names a live process, though the handshake with it failed. */
-function liveButUnreachable(paths: AstraPaths): DiscoveryRecord | undefined {
-  try {
-    const record = readUsableRecord(paths.recordPath);
-    return record && isProcessAlive(record.pid) && looksLikeDaemon(record.pid) ? record : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function waitUntilGone(pid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 10; Date.now() < deadline; delay = Math.min(delay * 2, 100)) {
@@ -208,7 +201,7 @@ async function startDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: n
     return ExitCode.ok;
   }
   const daemonArgs = idleTimeoutMs === undefined ? [] : ['--idle-timeout', String(idleTimeoutMs)];
-  const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs });
+  const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs, explicitStart: true });
   conn.close();
   out.stdout(
     spawned
@@ -216,6 +209,44 @@ async function startDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: n
       : `the daemon is already running (pid ${init.daemon.pid}, instance ${init.instanceId})`,
   );
   return ExitCode.ok;
+}
+
+/** How many times restart stops a daemon some other client started in its place before it gives up. */
+const RESTART_ATTEMPTS = 3;
+
+/**
+ * Stops the daemon and starts the new one itself, with this environment. Its marker in the runtime
+ * dir keeps clients waiting for that daemon instead of starting one of theirs; a daemon started in
+ * its place anyway (by an Astra without the marker) is stopped too.
+ */
+async function restartDaemon(out: Output, env: NodeJS.ProcessEnv, idleTimeoutMs: number | undefined): Promise<number> {
+  const paths = resolvePaths(env);
+  ensurePrivateDir(paths.runtimeDir);
+  writeRestartMarker(paths.runtimeDir);
+  try {
+    await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
+    const daemonArgs = idleTimeoutMs === undefined ? [] : ['--idle-timeout', String(idleTimeoutMs)];
+    for (let attempt = 1; ; attempt++) {
+      const { conn, init, spawned } = await connectOrSpawn({ ...CLIENT, env, daemonArgs, explicitStart: true });
+      conn.close();
+      if (spawned) {
+        out.stdout(`daemon started (pid ${init.daemon.pid}, instance ${init.instanceId}) with this environment`);
+        return ExitCode.ok;
+      }
+      if (attempt >= RESTART_ATTEMPTS) {
+        throw new AstraError(
+          'spawn_failed',
+          `another client started a daemon (pid ${init.daemon.pid}) each time this restart stopped one, ${attempt} times; ` +
+            'stop the clients of an older Astra (they do not wait for a restart), then run `astra daemon restart` again',
+          { pid: init.daemon.pid },
+        );
+      }
+      out.stderr(`another client started a daemon (pid ${init.daemon.pid}) before this restart could; stopping it too`);
+      await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
+    }
+  } finally {
+    removeRestartMarker(paths.runtimeDir);
+  }
 }
 
 export function registerDaemonCommands(program: Command, out: Output, env: NodeJS.ProcessEnv, setExit: (code: number) => void): void {
@@ -252,23 +283,19 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
     .option('--json', 'print one JSON object')
     .action(async (o: { json?: boolean }) => {
       const paths = resolvePaths(env);
-      let running = await queryRunning(env);
-      // A live daemon whose record was altered puts it right at its next self-check: ask once more then.
-      if (!running && liveButUnreachable(paths)) {
-        await new Promise((r) => setTimeout(r, repairWaitMs(env)));
+      let running: RunningDaemon | undefined;
+      try {
+        // A live daemon whose record was altered puts it right at its next self-check: the connect waits for that.
         running = await queryRunning(env);
+      } catch (e) {
+        if (!(e instanceof AstraError && e.reason === 'unauthorized')) throw e;
+        const pid = typeof e.data.pid === 'number' ? e.data.pid : undefined;
+        if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid, reason: 'unauthorized', message: e.message, recordPath: paths.recordPath, logFile: paths.logFile }, null, 2));
+        else out.stdout(`${style(out, 'yellow', 'running but not answering')}: ${e.message}`);
+        setExit(ExitCode.error);
+        return;
       }
       if (!running) {
-        const live = liveButUnreachable(paths);
-        if (live) {
-          const msg =
-            `the daemon runs (pid ${live.pid}) but does not accept its own record's token; its record may be being repaired. ` +
-            'Try again in a moment; if it persists: astra daemon restart';
-          if (o.json) out.stdout(JSON.stringify({ running: true, reachable: false, pid: live.pid, recordPath: paths.recordPath, logFile: paths.logFile }, null, 2));
-          else out.stdout(`${style(out, 'yellow', 'running but not answering')}: ${msg}`);
-          setExit(ExitCode.error);
-          return;
-        }
         if (o.json) {
           out.stdout(JSON.stringify({ running: false, recordPath: paths.recordPath, runtimeDir: paths.runtimeDir, logFile: paths.logFile }, null, 2));
         } else {
@@ -294,11 +321,10 @@ export function registerDaemonCommands(program: Command, out: Output, env: NodeJ
 
   daemon
     .command('restart')
-    .description('stop the daemon (if running) and start a new one; attached clients are told to reconnect')
+    .description('stop the daemon (if running) and start a new one with this environment; attached clients wait for it and reconnect')
     .option('--idle-timeout <duration>', 'idle timeout for the new daemon (ms, or 30s/10m/1h; 0 = never; default 10m)')
     .action(async (o: { idleTimeout?: string }) => {
-      await stopDaemon(out, env, { timeoutMs: 5_000, restart: true });
-      setExit(await startDaemon(out, env, o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout')));
+      setExit(await restartDaemon(out, env, o.idleTimeout === undefined ? undefined : parseDuration(o.idleTimeout, '--idle-timeout')));
     });
 
   daemon

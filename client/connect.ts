@@ -15,6 +15,7 @@ import {
   isProcessAlive,
   readRecord,
   resolvePaths,
+  restartInProgress,
   tryAcquireLock,
   type AstraPaths,
   type DiscoveryRecord,
@@ -58,6 +59,12 @@ export interface ConnectOptions {
   replaceIdleIncompatibleDaemon?: boolean;
   /** Extra arguments for a daemon this call starts (e.g. --idle-timeout). */
   daemonArgs?: string[];
+  /**
+   * For `astra daemon start|restart`: a daemon this call starts gets the environment's engine
+   * settings (ASTRA_CHAT_*, OPENAI_API_KEY) and does not wait for a restart under way. Any other
+   * client starts one with the rest of its environment only (docs/operations.md). Default false.
+   */
+  explicitStart?: boolean;
   /**
    * 'envelope': once the handshake authenticated the daemon and it speaks this protocol version,
    * its frames are checked for their envelope only (Connection.trustShapes). 'full' (the default
@@ -215,16 +222,46 @@ async function tryConnect(paths: AstraPaths, opts: ConnectOptions): Promise<Conn
       return { conn, init, record, paths, spawned: false };
     } catch (e) {
       if (isNoDaemonError(e)) return undefined;
-      // A new daemon listens before it publishes its record: with a stale record we reach it with
-      // the old token. Read the record again; if it has not changed yet, the daemon is not ready.
+      // A new daemon listens before it publishes its record, and a running one puts an altered
+      // record right at its next self-check: wait that long for the record to change. One that
+      // stays refused is another daemon's or altered for good: say so, with the fix, at once.
       if (e instanceof AstraError && e.reason === 'unauthorized') {
-        const now = readUsableRecord(paths.recordPath);
-        if (attempt === 0 && now && now.token !== record.token) continue;
-        if (!now || now.token === record.token) return undefined;
+        const now = attempt < 3 ? await recordChange(paths.recordPath, record.token, repairWaitMs(envFor(opts))) : 'same';
+        if (now === 'changed') continue;
+        if (now === 'gone') return undefined;
+        throw refusedToken(paths, record);
       }
       throw e;
     }
   }
+}
+
+/** How long a running daemon may take to put its record right (its self-check, 2 s by default). */
+function repairWaitMs(env: NodeJS.ProcessEnv): number {
+  const configured = Number(env.ASTRA_SELF_CHECK_MS);
+  return Math.min(Number.isFinite(configured) && configured > 0 ? configured : 2_000, 10_000) + 500;
+}
+
+/** Waits up to `waitMs` for the record to carry another token than `token`, or to go. */
+async function recordChange(recordPath: string, token: string, waitMs: number): Promise<'changed' | 'gone' | 'same'> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const now = readUsableRecord(recordPath);
+    if (!now) return 'gone';
+    if (now.token !== token) return 'changed';
+    if (Date.now() >= deadline) return 'same';
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function refusedToken(paths: AstraPaths, record: DiscoveryRecord): AstraError {
+  return new AstraError(
+    'unauthorized',
+    `the daemon listening on ${record.endpoint} refuses the token in ${paths.recordPath}: the record was altered, or written by ` +
+      'another daemon (another Astra, a copied home), and no daemon put it right; run `astra daemon restart` to replace the daemon ' +
+      '(or `astra daemon stop --force`, then try again)',
+    { recordPath: paths.recordPath, endpoint: record.endpoint, pid: record.pid },
+  );
 }
 
 /** Stops the idle daemon of another version named by the record (SIGTERM, then waits for it). */
@@ -269,6 +306,11 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
   try {
     const again = await tryConnect(paths, opts);
     if (again) return again;
+    // A restart that began while we took the lock: its daemon, not ours.
+    if (!opts.explicitStart && restartInProgress(paths.runtimeDir)) {
+      await got.release();
+      return await connectOrSpawn(opts);
+    }
     return await startAndWait(paths, env, opts, startTimeoutMs);
   } finally {
     await got.release();
@@ -282,12 +324,21 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
  */
 async function spawnLockOrDaemon(paths: AstraPaths, opts: ConnectOptions, timeoutMs: number): Promise<Connected | { release: ReleaseLock }> {
   // At least the lock's stale time, so a dead holder's lock is reached.
-  const deadline = Date.now() + Math.max(timeoutMs, SPAWN_LOCK_STALE_MS + 2_000);
+  let deadline = Date.now() + Math.max(timeoutMs, SPAWN_LOCK_STALE_MS + 2_000);
   for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
-    const release = await tryAcquireLock(paths.spawnLockPath, { stale: SPAWN_LOCK_STALE_MS });
-    if (release) return { release };
+    // `astra daemon restart` is starting the daemon: wait for it, never start one of ours.
+    const restart = opts.explicitStart ? undefined : restartInProgress(paths.runtimeDir);
+    if (restart === undefined) {
+      const release = await tryAcquireLock(paths.spawnLockPath, { stale: SPAWN_LOCK_STALE_MS });
+      if (release) return { release };
+    }
     const c = await tryConnect(paths, opts);
     if (c) return c;
+    if (restart !== undefined && Date.now() < restart.until) {
+      deadline = Math.max(deadline, restart.until + 2_000);
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 50));
+      continue;
+    }
     if (Date.now() >= deadline) {
       throw new AstraError(
         'lock_timeout',
@@ -305,7 +356,7 @@ async function spawnLockOrDaemon(paths: AstraPaths, opts: ConnectOptions, timeou
 async function startAndWait(paths: AstraPaths, env: NodeJS.ProcessEnv, opts: ConnectOptions, startTimeoutMs: number): Promise<Connected> {
   const deadline = Date.now() + startTimeoutMs;
   const logStart = logSize(paths.logFile);
-  const child = spawnDaemon(paths, env, opts.daemonArgs ?? []);
+  const child = spawnDaemon(paths, env, opts.daemonArgs ?? [], opts.explicitStart === true);
   let exitCode: number | null | undefined;
   void child.exited.then((code) => (exitCode = code));
   // Poll, but wake as soon as the daemon says it is ready (a daemon that never says so, such as

@@ -71,8 +71,18 @@ export function logLinesSince(logFile: string, since: number, n = 15): string {
   return lines.length ? lines.join('\n') : '  (nothing)';
 }
 
-function daemonEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * The engine settings (the chat engine's server, model and key): a daemon gets them only from an
+ * explicit `astra daemon start|restart`, never from whichever client happened to start it on demand,
+ * so what the daemon uses does not depend on who started it (docs/operations.md).
+ */
+export function isEngineSetting(name: string): boolean {
+  return name.startsWith('ASTRA_CHAT_') || name === 'OPENAI_API_KEY';
+}
+
+function daemonEnv(env: NodeJS.ProcessEnv, engineSettings: boolean): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = { ...env, ASTRA_READY_FD: '3' };
+  if (!engineSettings) for (const name of Object.keys(out)) if (isEngineSetting(name)) delete out[name];
   // The CLI turns msgpackr's native decoder off for its own quick start; the daemon keeps it.
   if (out.ASTRA_CLI_NATIVE_OFF === '1') {
     delete out.MSGPACKR_NATIVE_ACCELERATION_DISABLED;
@@ -89,6 +99,8 @@ export function spawnDaemon(
   paths: AstraPaths,
   env: NodeJS.ProcessEnv,
   args: string[] = [],
+  /** Pass the environment's engine settings (only `astra daemon start|restart` does). */
+  engineSettings = false,
 ): { pid: number; exited: Promise<number | null>; ready: Promise<void> } {
   ensureDir(paths.logDir, "Astra's log directory");
   const logFd = fs.openSync(paths.logFile, 'a', 0o600);
@@ -96,7 +108,7 @@ export function spawnDaemon(
     const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonEntryPath(env), ...args], {
       detached: true,
       stdio: ['ignore', logFd, logFd, 'pipe'],
-      env: daemonEnv(env),
+      env: daemonEnv(env, engineSettings),
     });
     const exited = new Promise<number | null>((resolve) => {
       child.once('exit', (code) => resolve(code));

@@ -7,3 +7,4 @@ export * from './liveness.js';
 export * from './locks.js';
 export * from './version.js';
 export * from './log-format.js';
+export * from './restart-marker.js';

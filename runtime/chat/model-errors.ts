@@ -118,8 +118,8 @@ export function httpError(res: { status: number; header(name: string): string | 
     return new ModelError(
       'model_auth',
       req.apiKey
-        ? `${at} refused the API key (HTTP ${s}${d}): set a valid key in ASTRA_CHAT_API_KEY (or OPENAI_API_KEY) in the daemon's environment and restart the daemon`
-        : `${at} wants an API key (HTTP ${s}${d}): set ASTRA_CHAT_API_KEY (or OPENAI_API_KEY) in the daemon's environment and restart the daemon`,
+        ? `${at} refused the API key (HTTP ${s}${d}): restart the daemon with a valid key: ASTRA_CHAT_API_KEY=<key> astra daemon restart (the daemon takes engine settings only from \`astra daemon start\` or \`restart\`), then send the message again`
+        : `${at} wants an API key (HTTP ${s}${d}): restart the daemon with one: ASTRA_CHAT_API_KEY=<key> astra daemon restart (the daemon takes engine settings only from \`astra daemon start\` or \`restart\`), then send the message again`,
       false,
     );
   if (s === 404)

@@ -22,7 +22,9 @@ describe.skipIf(skipWithout(TMUX))('astra attach on a chat session', () => {
     const tmux = new Tmux(env);
     cleanups.push(() => cleanupHome(home));
     cleanups.push(() => tmux.destroy());
-    // The first command starts the daemon, with the model server's URL in its environment.
+    // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, started.stderr).toBe(0);
     const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
     expect(r.code, r.stderr).toBe(0);
     const id = r.stdout.trim();

@@ -13,10 +13,22 @@ import {
   waitFor,
   useTempHomes,
   CLI,
+  ROOT,
+  jsonLines,
   startNode,
 } from '../helpers/processes.js';
 
 const home = useTempHomes();
+
+/** A process's environment, from /proc. */
+function daemonEnv(pid: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const i = kv.indexOf('=');
+    if (i > 0) out[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return out;
+}
 
 describe('astra daemon status/start/stop', () => {
   it('status with no daemon exits 3 and starts nothing', async () => {
@@ -268,6 +280,58 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
     expect(note.params.reason).toBe('restarting');
   });
 
+  // Issue 26: an attached client reconnecting at once used to start the new daemon first, with ITS
+  // environment (the old key); restart then said "already running" and exited 0.
+  it('restart with a client attached starts the new daemon itself, with the new environment; the client waits and reconnects to it', async () => {
+    const h = home();
+    const env = envFor(h, { ASTRA_CHAT_API_KEY: 'old-key' });
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, started.stderr).toBe(0);
+    const first = readRecordFile(h)!;
+    expect(daemonEnv(first.pid).ASTRA_CHAT_API_KEY).toBe('old-key');
+    // A library client that reconnects as soon as it can, its environment holding the old key.
+    const script =
+      `import(${JSON.stringify(path.join(ROOT, 'dist', 'client', 'index.js'))}).then(async ({ AstraClient }) => {` +
+      `  const c = await AstraClient.connect({ clientName: 'eager', reconnect: { initialDelayMs: 1, maxDelayMs: 20, maxElapsedMs: 60000 } });` +
+      `  c.on('reconnected', (e) => console.log(JSON.stringify({ reconnected: e.instanceId, pid: e.daemonPid })));` +
+      `  console.log(JSON.stringify({ ready: c.instanceId }));` +
+      `});`;
+    const eager = startNode(['--input-type=module', '-e', script], env);
+    try {
+      const lines = jsonLines(eager);
+      await lines.next((l) => (l as { ready?: string }).ready === first.instanceId, 20_000);
+      const r = await runCli(['daemon', 'restart'], { ...env, ASTRA_CHAT_API_KEY: 'new-key' }, 40_000);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).not.toMatch(/already running/);
+      const m = /daemon started \(pid (\d+), instance ([\w-]+)\)/.exec(r.stdout);
+      expect(m, r.stdout).not.toBeNull();
+      const second = readRecordFile(h)!;
+      expect(second.pid).toBe(Number(m![1]));
+      expect(second.instanceId).not.toBe(first.instanceId);
+      expect(daemonEnv(second.pid).ASTRA_CHAT_API_KEY).toBe('new-key');
+      const back = (await lines.next((l) => (l as { reconnected?: string }).reconnected !== undefined, 30_000)) as { reconnected: string };
+      expect(back.reconnected).toBe(second.instanceId);
+      expect(fs.existsSync(path.join(h, 'run', 'restart.json'))).toBe(false);
+    } finally {
+      eager.kill('SIGKILL');
+    }
+  });
+
+  it('a daemon a client starts on demand gets none of the client\'s engine settings (ASTRA_CHAT_*, OPENAI_API_KEY); `daemon start` passes them', async () => {
+    const h = home();
+    const env = envFor(h, { ASTRA_CHAT_API_KEY: 'client-key', OPENAI_API_KEY: 'client-openai', ASTRA_CHAT_BASE_URL: 'http://127.0.0.1:9/v1' });
+    const made = await runCli(['new'], env);
+    expect(made.code, made.stderr).toBe(0);
+    const onDemand = daemonEnv(readRecordFile(h)!.pid);
+    expect(onDemand.ASTRA_HOME).toBe(h);
+    expect(onDemand.ASTRA_CHAT_API_KEY).toBeUndefined();
+    expect(onDemand.OPENAI_API_KEY).toBeUndefined();
+    expect(onDemand.ASTRA_CHAT_BASE_URL).toBeUndefined();
+    expect((await runCli(['daemon', 'stop'], env)).code).toBe(0);
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    expect(daemonEnv(readRecordFile(h)!.pid)).toMatchObject({ ASTRA_CHAT_API_KEY: 'client-key', OPENAI_API_KEY: 'client-openai' });
+  });
+
   it('start --foreground while a daemon runs answers like the background form and exits 1', async () => {
     const h = home();
     const env = envFor(h);
@@ -345,6 +409,30 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
     expect(r.stdout).not.toMatch(/not running/);
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toMatch(/status\s+running/);
+  });
+
+  it('a record with a token the daemon refuses for good: connect fails with unauthorized and the fix (no spawn_failed), status says it runs but refuses, restart mends it', async () => {
+    const h = home();
+    // A daemon that does not put its record right soon (self-check every 10 min).
+    const env = envFor(h, { ASTRA_SELF_CHECK_MS: '600000' });
+    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    const record = readRecordFile(h)!;
+    const tmp = `${recordPath(h)}.tamper.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ ...record, token: 'D'.repeat(43) }), { mode: 0o600 });
+    fs.renameSync(tmp, recordPath(h));
+    const r = await runCli(['sessions'], env, 30_000);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).not.toMatch(/spawn_failed|did not answer within/);
+    expect(r.stderr).toContain(`refuses the token in ${recordPath(h)}`);
+    expect(r.stderr).toContain('astra daemon restart');
+    const st = await runCli(['daemon', 'status'], env, 30_000);
+    expect(st.code).toBe(1);
+    expect(st.stdout).toMatch(/running but not answering/);
+    expect(st.stdout).not.toMatch(/not running/);
+    const again = await runCli(['daemon', 'restart'], env, 40_000);
+    expect(again.code, again.stderr).toBe(0);
+    expect(readRecordFile(h)!.pid).not.toBe(record.pid);
+    expect((await runCli(['sessions'], env)).code).toBe(0);
   });
 
   it('help shows default durations as durations', async () => {

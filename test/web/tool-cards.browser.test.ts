@@ -8,7 +8,13 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { envFor, useTempHomes } from '../helpers/processes.js';
+import { envFor, runCli, useTempHomes } from '../helpers/processes.js';
+
+/** The daemon takes engine settings (the model server's URL) only from `astra daemon start`. */
+async function startDaemonWith(env: NodeJS.ProcessEnv): Promise<void> {
+  const r = await runCli(['daemon', 'start'], env);
+  if (r.code !== 0) throw new Error(`astra daemon start failed: ${r.stderr}`);
+}
 import { CHROMIUM, skipWithout } from '../helpers/system-tools.js';
 import { launchBrowser, newSessionInPage, takeControlInPage, waitEveryEventOnce } from './browser-helpers.js';
 import { request, startWeb, stopAllWebs } from './gateway-helpers.js';
@@ -37,6 +43,7 @@ const CARD = '.card.tool[data-call-id="call_abc123"]';
  */
 async function controllingTab(script?: string[]): Promise<{ ctx: BrowserContext; tab: Page }> {
   const env = script ? envFor(newHome(), { ASTRA_CHAT_BASE_URL: (await startModelServerProcess(script, children)).baseUrl }) : envFor(newHome());
+  await startDaemonWith(env);
   const g = await startWeb(env);
   const ctx = await browser.newContext();
   try {
@@ -74,6 +81,7 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
     const server = await startModelServerProcess(['tool-call', 'final-answer'], children);
     const home = newHome();
     const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
+    await startDaemonWith(env);
     const g = await startWeb(env);
     const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     try {

@@ -100,7 +100,11 @@ async function main(): Promise<void> {
     process.kill(d.pid, 'SIGUSR2');
     const file = await waitFor(`the ${label} heap snapshot`, 60_000, () => fs.readdirSync(process.cwd()).find((f) => f.endsWith('.heapsnapshot') && !before.has(f)));
     const to = path.join(os.tmpdir(), `soak-${label}-${Date.now()}.heapsnapshot`);
-    await sleep(2000); // the file is written synchronously by the daemon, then closed: let it finish
+    // The daemon writes it synchronously: wait until its size has not changed for a second.
+    for (let size = -1; size !== fs.statSync(file).size; ) {
+      size = fs.statSync(file).size;
+      await sleep(1000);
+    }
     fs.renameSync(file, to);
     console.log(`heap snapshot (${label}): ${to}`);
   };

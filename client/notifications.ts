@@ -18,6 +18,8 @@ export interface NotificationTargets {
   readonly current: boolean;
   /** The event check: validateEvent, or validateEventEnvelope for a daemon trusted for shape (AstraClientOptions.validate). */
   validateEvent(value: unknown): SessionEvent;
+  /** session/notice: what no event can carry (a full disk). */
+  notice(n: ServerNotificationParams<'session/notice'>): void;
   /** daemon/shuttingDown: why the daemon is going. */
   shuttingDown(reason: string, message: string | undefined): void;
   malformed(err: AstraError): void;
@@ -69,6 +71,9 @@ export function routeNotification(to: NotificationTargets, method: string, param
       if (to.current) to.subs.resubscribe(sub);
       return;
     }
+    case 'session/notice':
+      if (to.current) to.notice(params as ServerNotificationParams<'session/notice'>);
+      return;
     case 'lease/revoked':
       to.leases.revoked(params as ServerNotificationParams<'lease/revoked'>);
       return;

@@ -81,6 +81,13 @@ export interface ClientEvents {
   leaseReclaimed: { sessionId: string; lease: ControllerLease };
   /** A subscription's cursor was ahead of the session's head (`cursor_ahead`): it goes on from headSeq. */
   resynced: Resynced;
+  /**
+   * What the daemon says about a session that no event can carry (session/notice): reason
+   * 'disk_full' — the session's events cannot be written, so none arrive and its running turn is
+   * being stopped; its error and turn.completed events come once there is space — and 'disk_ok'
+   * (they are written and arrive again). Ignore a reason you do not know.
+   */
+  notice: { sessionId: string; reason: string; message: string; path?: string };
   /** Something went wrong outside any call: a bad frame from the daemon, or the client gave up reconnecting (then it is closed). */
   error: AstraError;
 }

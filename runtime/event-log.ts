@@ -116,8 +116,13 @@ export class EventLog {
     this.scheduleFlush();
   }
 
-  /** Throws disk_full while the disk is full: a mutation is refused rather than acknowledged unwritten. */
+  /**
+   * Throws disk_full while the disk is full: a mutation is refused rather than acknowledged unwritten.
+   * A blocked log first tries the write again: space freed since the last retry serves this request
+   * at once, not only after the retry timer (up to RETRY_MAX_MS).
+   */
   checkWritable(): void {
+    if (this.blocked) this.retry();
     if (this.blocked) throw this.blocked;
   }
 
@@ -177,6 +182,8 @@ export class EventLog {
     }
     if (!ok || j.blocked) return this.block(this.blocked);
     this.blocked = undefined;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     this.retryMs = RETRY_FIRST_MS;
     this.lastRetryError = undefined;
     this.opts.logger.info({ sessionId: this.opts.sessionId, path: j.file }, 'disk has space again: the session\'s held writes are written');

@@ -32,16 +32,26 @@ function workerScript(): string | undefined {
   return undefined;
 }
 
+/**
+ * A worker with no screen for this long is stopped: its heap grows with the floods it parsed (an
+ * emulator's scrollback, V8's grown spaces) and is never given back while the thread lives (issue
+ * 26's soak: +80 MiB RSS after the traffic, still there idle). The next screen starts it again.
+ * ASTRA_SCREEN_WORKER_IDLE_MS overrides it (tests).
+ */
+const IDLE_STOP_MS = Number(process.env.ASTRA_SCREEN_WORKER_IDLE_MS) || 30_000;
+
 class ScreenWorker {
   private worker: Worker | undefined;
   private readonly screens = new Map<number, RemoteScreen>();
   private nextId = 1;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly script: string) {}
 
   open(screen: RemoteScreen, opts: CommandScreenOptions): number {
     const id = this.nextId++;
     this.screens.set(id, screen);
+    this.cancelIdleStop();
     this.post({ op: 'open', id, cols: opts.cols, rows: opts.rows, ...(opts.scrollbackLines ? { scrollbackLines: opts.scrollbackLines } : {}) });
     return id;
   }
@@ -55,7 +65,10 @@ class ScreenWorker {
   warm(): void {
     if (this.worker) return;
     const w = this.start();
-    if (this.screens.size === 0) w.unref();
+    if (this.screens.size === 0) {
+      w.unref();
+      this.idleStop();
+    }
   }
 
   get running(): boolean {
@@ -64,7 +77,29 @@ class ScreenWorker {
 
   closed(id: number): void {
     this.screens.delete(id);
-    if (this.screens.size === 0) this.worker?.unref();
+    if (this.screens.size === 0) {
+      this.worker?.unref();
+      this.idleStop();
+    }
+  }
+
+  /** Stops the thread once it has had no screen for IDLE_STOP_MS. */
+  private idleStop(): void {
+    this.cancelIdleStop();
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      const w = this.worker;
+      if (!w || this.screens.size > 0) return;
+      // Forgotten first: its exit then breaks no screen, and the next post starts a new thread.
+      this.worker = undefined;
+      void w.terminate();
+    }, IDLE_STOP_MS);
+    this.idleTimer.unref();
+  }
+
+  private cancelIdleStop(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
   }
 
   private start(): Worker {
@@ -208,6 +243,11 @@ export function warmScreenWorker(): boolean {
   const w = sharedWorker();
   w?.warm();
   return w?.running ?? false;
+}
+
+/** Whether the shared screen worker's thread is running (it is stopped after a while without screens). */
+export function screenWorkerRunning(): boolean {
+  return shared?.running ?? false;
 }
 
 /**

@@ -83,6 +83,7 @@ describe.skipIf(skipWithout(TMUX))('a chat answer printed by send --wait and log
     tmux.start('l', ['log', id], {}, COLS);
     const screen = await tmux.waitScreen('l', /\[exited \d+\]/, 30_000);
     expect(screen).toContain('[exited 0]');
+    if (process.env.SHOW_SCREEN) console.log(screen);
     expect(occurrences(screen, expected), screen).toHaveLength(2);
     expect(screen).not.toMatch(/\*\*|```|^## /m);
     expect(screen).toContain('❯ and again?');

@@ -6,6 +6,7 @@ import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach.js';
 import { displayWidth, fitWidth, padWidth } from './terminal/width.js';
+import { answerLayout, answerLines } from './chat-print.js';
 import { eventToJson, turnEndText } from './event-render.js';
 import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';
 import { SESSION_ARG, registerManageCommands } from './manage-commands.js';
@@ -98,7 +99,8 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
     .option('--wait', 'stream the output and exit with the command\'s exit code (chat: print the final answer)')
     .option('--json', 'print the turn\'s events as JSON lines (output bytes as UTF-8 text)')
     .option('--yes', 'approve the command yourself (otherwise it waits for an attached controller unless the session is auto)')
-    .action(async (sessionArg: string, text: string, o: { wait?: boolean; json?: boolean; yes?: boolean }) => {
+    .option('--raw', 'with --wait, a chat answer as the model wrote it (the default when stdout is not a terminal), not laid out as markdown')
+    .action(async (sessionArg: string, text: string, o: SendOptions) => {
       setExit(await send(env, out, sessionArg, text, o));
     });
 
@@ -242,6 +244,7 @@ interface SendOptions {
   wait?: boolean;
   json?: boolean;
   yes?: boolean;
+  raw?: boolean;
 }
 
 async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, text: string, o: SendOptions): Promise<number> {
@@ -306,7 +309,7 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
             return;
           case 'turn.completed':
             underway();
-            if (o.wait && !o.json && chat && answer !== undefined) out.stdout(answer.replace(/\n$/, ''));
+            if (o.wait && !o.json && chat && answer !== undefined) for (const l of answerLines(answer, answerLayout(process.stdout, out.color, o.raw))) out.stdout(l);
             if (!o.json && e.data.status !== 'completed') process.stderr.write(`astra: ${turnEndText(e.data)}\n`);
             settle(turnExit(e.data));
             return;

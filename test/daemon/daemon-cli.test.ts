@@ -297,6 +297,12 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
       `  console.log(JSON.stringify({ ready: c.instanceId }));` +
       `});`;
     const eager = startNode(['--input-type=module', '-e', script], env);
+    // And one that connects over and over (as scripts and a web page do), starting a daemon whenever none answers.
+    const loop =
+      `import(${JSON.stringify(path.join(ROOT, 'dist', 'client', 'connect.js'))}).then(async ({ connectOrSpawn }) => {` +
+      `  for (;;) { try { const c = await connectOrSpawn({ clientName: 'loop' }); c.conn.close(); } catch {} await new Promise((r) => setTimeout(r, 5)); }` +
+      `});`;
+    const looper = startNode(['--input-type=module', '-e', loop], env);
     try {
       const lines = jsonLines(eager);
       await lines.next((l) => (l as { ready?: string }).ready === first.instanceId, 20_000);
@@ -314,6 +320,7 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
       expect(fs.existsSync(path.join(h, 'run', 'restart.json'))).toBe(false);
     } finally {
       eager.kill('SIGKILL');
+      looper.kill('SIGKILL');
     }
   });
 

@@ -13,7 +13,15 @@ export async function connectClient(env: NodeJS.ProcessEnv, clientName: string, 
     said = true;
     process.stderr.write(`astra: waiting for the daemon (pid ${pid}) to answer…\n`);
   };
-  return AstraClient.connect({ clientName, clientVersion: CLI_VERSION, env, onWaiting, ...extra });
+  // No daemon answers and `astra daemon restart` is starting one: say why this waits (up to 30 s).
+  // Only before the first connect: a reconnect under attach's screen says nothing.
+  let connected = false;
+  const onRestartWait = ({ pid }: { pid: number }) => {
+    if (!connected) process.stderr.write(`astra: \`astra daemon restart\` (pid ${pid}) is starting the daemon; waiting for it…\n`);
+  };
+  const client = await AstraClient.connect({ clientName, clientVersion: CLI_VERSION, env, onWaiting, onRestartWait, ...extra });
+  connected = true;
+  return client;
 }
 
 /** Every session, newest first, following the pagination. */

@@ -254,6 +254,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
         ...(o.replaceIdleIncompatibleDaemon !== undefined ? { replaceIdleIncompatibleDaemon: o.replaceIdleIncompatibleDaemon } : {}),
         ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
         ...(o.onWaiting !== undefined ? { onWaiting: o.onWaiting } : {}),
+        ...(o.onRestartWait !== undefined ? { onRestartWait: o.onRestartWait } : {}),
         requestTimeoutMs: this.requestTimeoutMs,
         validate: this.validate,
         batchEvents: true,

@@ -79,6 +79,18 @@ export interface ConnectOptions {
    * HANDSHAKE_TIMEOUT_MS, naming the pid and the fix.
    */
   onWaiting?: (info: WaitingInfo) => void;
+  /**
+   * No daemon answers and `astra daemon restart` (pid) is starting one: this call waits for it and
+   * starts none (discovery/restart-marker.ts). Called once per restart, so a CLI can say why it waits.
+   */
+  onRestartWait?: (info: RestartWaitInfo) => void;
+}
+
+export interface RestartWaitInfo {
+  /** The pid of the `astra daemon restart` process. */
+  pid: number;
+  /** Epoch ms after which its marker no longer holds clients back. */
+  until: number;
 }
 
 /** How much of each frame from the daemon the client checks (AstraClientOptions.validate). */
@@ -325,6 +337,7 @@ export async function connectOrSpawn(opts: ConnectOptions): Promise<Connected> {
 async function spawnLockOrDaemon(paths: AstraPaths, opts: ConnectOptions, timeoutMs: number): Promise<Connected | { release: ReleaseLock }> {
   // At least the lock's stale time, so a dead holder's lock is reached.
   let deadline = Date.now() + Math.max(timeoutMs, SPAWN_LOCK_STALE_MS + 2_000);
+  let toldRestart: number | undefined;
   for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
     // `astra daemon restart` is starting the daemon: wait for it, never start one of ours.
     const restart = opts.explicitStart ? undefined : restartInProgress(paths.runtimeDir);
@@ -335,6 +348,8 @@ async function spawnLockOrDaemon(paths: AstraPaths, opts: ConnectOptions, timeou
     const c = await tryConnect(paths, opts);
     if (c) return c;
     if (restart !== undefined && Date.now() < restart.until) {
+      if (toldRestart !== restart.pid) opts.onRestartWait?.({ pid: restart.pid, until: restart.until });
+      toldRestart = restart.pid;
       deadline = Math.max(deadline, restart.until + 2_000);
       await new Promise((r) => setTimeout(r, 50 + Math.random() * 50));
       continue;

@@ -29,4 +29,4 @@ export type {
   TopLevelMethodName,
   AutoFilledField,
 } from './api.js';
-export { connectOrSpawn, daemonEntryPath, DAEMON_NODE_FLAGS, type ConnectOptions, type Connected, type InitializeResult, type WaitingInfo } from './connect.js';
+export { connectOrSpawn, daemonEntryPath, DAEMON_NODE_FLAGS, type ConnectOptions, type Connected, type InitializeResult, type RestartWaitInfo, type WaitingInfo } from './connect.js';

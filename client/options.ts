@@ -1,7 +1,7 @@
 // What an application passes to AstraClient.connect and what the client tells it (its events).
 import type { AstraError, Decision, ServerParamsOf } from '../protocol/index.js';
 import type { BackoffOptions } from './backoff.js';
-import type { ValidateMode, WaitingInfo } from './connect.js';
+import type { RestartWaitInfo, ValidateMode, WaitingInfo } from './connect.js';
 import type { ControllerLease } from './lease.js';
 import type { LeaseLost } from './leases.js';
 import type { Resynced } from './subscriptions.js';
@@ -46,6 +46,8 @@ export interface AstraClientOptions {
   validate?: ValidateMode;
   /** A running daemon has not answered the handshake for about a second (hung?): say so (see ConnectOptions). */
   onWaiting?: (info: WaitingInfo) => void;
+  /** No daemon answers and `astra daemon restart` is starting one: this client waits for it (see ConnectOptions). */
+  onRestartWait?: (info: RestartWaitInfo) => void;
 }
 
 export interface AcquireControllerOptions {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderMarkdown } from '../../cli/chat-markdown.js';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { ROOT, cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
+import { ROOT, cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
 import { Tmux } from './tmux.js';
 
@@ -46,8 +46,8 @@ function occurrences(screen: string, expected: string[]): number[] {
 }
 
 /** A chat session whose model answers `answers` times with the markdown fixture. */
-async function chatSession(prefix: string, answers: number) {
-  const server = await startModelServerProcess(Array(answers).fill('markdown-answer'), children);
+async function chatSession(prefix: string, answers: number, fixture = 'markdown-answer') {
+  const server = await startModelServerProcess(Array(answers).fill(fixture), children);
   const home = makeHome(prefix);
   const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
   const tmux = new Tmux(env);
@@ -55,7 +55,7 @@ async function chatSession(prefix: string, answers: number) {
   cleanups.push(() => tmux.destroy());
   const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
   expect(r.code, r.stderr).toBe(0);
-  return { env, tmux, id: r.stdout.trim() };
+  return { env, tmux, id: r.stdout.trim(), server };
 }
 
 describe.skipIf(skipWithout(TMUX))('a chat answer printed by send --wait and log', () => {
@@ -98,5 +98,23 @@ describe.skipIf(skipWithout(TMUX))('a chat answer printed by send --wait and log
     expect(raw).toContain('[exited 0]');
     expect(raw).toContain('## Plan for the **release**');
     expect(occurrences(raw, expected)).toHaveLength(0);
+  });
+
+  it('log prints the part of an answer still streaming, laid out, where the history stops', async () => {
+    const { env, tmux, id, server } = await chatSession('lmdh', 1, 'markdown-held');
+    const sent = await runCli(['send', id, 'go on'], env, 30_000);
+    expect(sent.code, sent.stderr).toBe(0);
+    // The model holds its answer after "…the middle of" (the turn is still running).
+    const partial = await waitFor('the answer up to the hold in the journal', async () => {
+      const r = await runCli(['log', id], env);
+      const at = r.stdout.indexOf('A paragraph');
+      return at >= 0 && r.stdout.includes('e middle of') ? r.stdout.slice(at, r.stdout.indexOf('e middle of') + 'e middle of'.length) : undefined;
+    }, 30_000);
+    tmux.start('h', ['log', id], {}, COLS);
+    const screen = await tmux.waitScreen('h', /\[exited \d+\]/, 30_000);
+    expect(screen).toContain('[exited 0]');
+    expect(occurrences(screen, renderMarkdown(partial, COLS - 1, true).map(plain)), screen).toHaveLength(1);
+    expect(screen).not.toMatch(/✔ turn completed/);
+    await fetch(`${server.baseUrl.replace(/\/v1$/, '')}/__release`, { method: 'POST' });
   });
 });

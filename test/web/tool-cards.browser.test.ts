@@ -62,6 +62,7 @@ async function shoot(page: Page, home: string, name: string): Promise<void> {
   const dir = path.join(home, 'screenshots');
   fs.mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+  // docs/web-tool-card.png is tool-card-done.png: ASTRA_SCREENSHOT_DIR=/tmp/shots npx vitest run test/web/tool-cards.browser.test.ts
   if (process.env.ASTRA_SCREENSHOT_DIR) fs.copyFileSync(path.join(dir, `${name}.png`), path.join(process.env.ASTRA_SCREENSHOT_DIR, `${name}.png`));
 }
 

@@ -5,6 +5,10 @@
 // daemon's RSS at start, at its peak and after the idle minute, as a row of bench/soak.md's table.
 // Not part of npm test; nothing here asserts a figure. SOAK_HEAP=1 has the daemon write a heap snapshot
 // (--heapsnapshot-signal=SIGUSR2) at start and after the idle, into its home, kept for comparison.
+// SOAK_MEM=1 loads bench/mem-sampler.ts into the daemon (its memory split every 5 s, per thread, into
+// a log printed at the end). SOAK_TRIM=1 then asks the daemon's glibc to give back its free memory
+// (malloc_trim(0), called through gdb — an experiment, not something Astra does) and prints the RSS after.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +22,8 @@ const IDLE_SECONDS = Number(process.env.SOAK_IDLE_SECONDS ?? 60);
 const SESSIONS = 4;
 const CLIENTS = 8;
 const HEAP = process.env.SOAK_HEAP === '1';
+const MEM = process.env.SOAK_MEM === '1';
+const TRIM = process.env.SOAK_TRIM === '1';
 /** Commands a turn runs: some lines, a flood, a screenful of redraws. */
 const COMMANDS = ['seq 1 20000', 'head -c 3000000 /dev/zero | od | head -c 2000000', 'for i in $(seq 1 200); do printf "\\033[2J\\033[H%s\\n" $i; done', 'echo hello'];
 
@@ -92,8 +98,10 @@ async function clientLoop(d: DaemonProc, n: number, sessions: string[], until: n
 }
 
 async function main(): Promise<void> {
-  const d = new DaemonProc({ ASTRA_SESSION_UNLOAD_MS: String(30_000) });
-  await d.start(HEAP ? ['--heapsnapshot-signal=SIGUSR2'] : []);
+  const memLog = path.join(os.tmpdir(), `soak-mem-${Date.now()}.jsonl`);
+  const d = new DaemonProc({ ASTRA_SESSION_UNLOAD_MS: String(30_000), ...(MEM ? { SOAK_MEM_LOG: memLog } : {}) });
+  const sampler = new URL('./mem-sampler.js', import.meta.url).href;
+  await d.start([...(HEAP ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...(MEM ? [`--import=${sampler}`] : [])]);
   const snapshot = async (label: string) => {
     if (!HEAP) return;
     const before = new Set(fs.readdirSync(process.cwd()).filter((f) => f.endsWith('.heapsnapshot')));
@@ -130,6 +138,12 @@ async function main(): Promise<void> {
     clearInterval(sampler);
     const after = procRssBytes(d.pid);
     await snapshot('idle');
+    if (TRIM) console.log(`RSS after malloc_trim(0): ${mib(mallocTrim(d.pid))} MiB (${mib(after)} MiB before)`);
+    if (MEM) {
+      await sleep(6000);
+      console.log(`memory samples (MiB), every 5 s: ${memLog}`);
+      for (const line of fs.readFileSync(memLog, 'utf8').trim().split('\n')) console.log(line);
+    }
     console.log(`turns ${stats.turns}, subscribes ${stats.subscribes}, reconnects ${stats.reconnects}, events ${stats.events}; errors ${JSON.stringify([...stats.errors])}`);
     console.log(`RSS every 10 s idle (MiB): ${idle.map(mib).join(' ')}`);
     console.log('| scenario | RSS start | peak | at the end of the traffic | after ' + IDLE_SECONDS + ' s idle | idle − start |');
@@ -138,6 +152,17 @@ async function main(): Promise<void> {
   } finally {
     await d.stop();
   }
+}
+
+/** glibc's malloc_trim(0) in the daemon, through gdb (SOAK_TRIM=1); the RSS a second later. */
+function mallocTrim(pid: number): number {
+  try {
+    execFileSync('gdb', ['-p', String(pid), '-batch', '-ex', 'call (int)malloc_trim(0)'], { stdio: 'ignore', timeout: 60_000 });
+  } catch (e) {
+    console.log(`SOAK_TRIM: gdb could not call malloc_trim (install gdb; ptrace must be allowed): ${(e as Error).message}`);
+  }
+  execFileSync('sleep', ['1']);
+  return procRssBytes(pid);
 }
 
 main().catch((e: unknown) => {

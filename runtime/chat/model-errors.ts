@@ -149,7 +149,7 @@ export function connectionError(e: unknown, baseUrl: string, scrub: (t: string) 
     return new ModelError('model_dns', `the model server's host ${host} does not resolve (${code}): check the base URL (ASTRA_CHAT_BASE_URL or --base-url) and your network`, code === 'EAI_AGAIN');
   }
   if (code === 'ECONNREFUSED')
-    return new ModelError('model_unreachable', `is a model server listening at ${baseUrl}? start \`ollama serve\` or set ASTRA_CHAT_BASE_URL (connection refused)`, true);
+    return new ModelError('model_unreachable', `is a model server listening at ${baseUrl}? start \`ollama serve\`, or point the daemon at your server: \`ASTRA_CHAT_BASE_URL=<url> astra daemon restart\` (connection refused)`, true);
   if (code === 'ECONNRESET' || code === 'EPIPE')
     return new ModelError('model_incomplete', `the model server at ${baseUrl} closed the connection mid-answer (${what}): send the message again; if it repeats, check the server's log`, true);
   // http-framing.ts's HttpFramingError (an answer that is not HTTP/1.1 framing).

@@ -40,6 +40,9 @@ describe.skipIf(skipWithout(TMUX))('a chat answer in markdown in astra attach', 
     const tmux = new Tmux(env);
     cleanups.push(() => cleanupHome(home));
     cleanups.push(() => tmux.destroy());
+    // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, started.stderr).toBe(0);
     const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
     expect(r.code, r.stderr).toBe(0);
     const id = r.stdout.trim();
@@ -78,6 +81,9 @@ describe.skipIf(skipWithout(TMUX))('a chat answer in markdown in astra attach', 
     const tmux = new Tmux(env);
     cleanups.push(() => cleanupHome(home));
     cleanups.push(() => tmux.destroy());
+    // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
+    const started = await runCli(['daemon', 'start'], env);
+    expect(started.code, started.stderr).toBe(0);
     const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
     expect(r.code, r.stderr).toBe(0);
     tmux.start('a', ['attach', r.stdout.trim()], {}, 70);

@@ -53,6 +53,9 @@ async function chatSession(prefix: string, answers: number, fixture = 'markdown-
   const tmux = new Tmux(env);
   cleanups.push(() => cleanupHome(home));
   cleanups.push(() => tmux.destroy());
+  // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
+  const started = await runCli(['daemon', 'start'], env);
+  expect(started.code, started.stderr).toBe(0);
   const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
   expect(r.code, r.stderr).toBe(0);
   return { env, tmux, id: r.stdout.trim(), server };

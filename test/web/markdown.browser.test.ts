@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { envFor, useTempHomes } from '../helpers/processes.js';
+import { envFor, runCli, useTempHomes } from '../helpers/processes.js';
 import { CHROMIUM, skipWithout } from '../helpers/system-tools.js';
 import { launchBrowser, newSessionInPage, takeControlInPage } from './browser-helpers.js';
 import { startWeb, stopAllWebs } from './gateway-helpers.js';
@@ -32,6 +32,9 @@ afterAll(async () => {
 async function chatTab(script: string[]) {
   const home = newHome();
   const env = envFor(home, { ASTRA_CHAT_BASE_URL: (await startModelServerProcess(script, children)).baseUrl });
+  // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
+  const started = await runCli(['daemon', 'start'], env);
+  if (started.code !== 0) throw new Error(`astra daemon start failed: ${started.stderr}`);
   const g = await startWeb(env);
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const tab = await ctx.newPage();

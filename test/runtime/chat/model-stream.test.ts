@@ -125,7 +125,7 @@ describe('one streaming Chat Completions request', () => {
     const e = await fault(request(`http://127.0.0.1:${port}/v1`));
     expect(e.code).toBe('model_unreachable');
     expect(e.retryable).toBe(true);
-    expect(e.message).toBe(`is a model server listening at http://127.0.0.1:${port}/v1? start \`ollama serve\` or set ASTRA_CHAT_BASE_URL (connection refused)`);
+    expect(e.message).toBe(`is a model server listening at http://127.0.0.1:${port}/v1? start \`ollama serve\`, or point the daemon at your server: \`ASTRA_CHAT_BASE_URL=<url> astra daemon restart\` (connection refused)`);
   });
 
   it('names the host that does not resolve', async () => {

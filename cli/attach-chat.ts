@@ -4,7 +4,7 @@
 // where a delta ended. Without a TTY nothing is drawn twice: blocks are printed as they end.
 import type { SessionEvent } from '../protocol/index.js';
 import type { AttachView } from './attach-view.js';
-import { StreamedAnswer } from './chat-answer.js';
+import { StreamedAnswer, endsAnswer } from './chat-answer.js';
 
 /** Rows kept free below a live part: the footer's two and one spare. */
 const FOOTER_ROWS = 3;
@@ -36,9 +36,7 @@ export class AttachChat {
       if (this.view.tty) this.view.setLive((cols) => this.answer.live(this.width(cols)));
       return true;
     }
-    // An answer ends with its message.completed; anything else of its turn after the text ends it too.
-    if (this.turnId !== undefined && (event.type === 'message.completed' || event.type === 'turn.completed' || event.type === 'tool.call' || event.type === 'command.started'))
-      this.end();
+    if (this.turnId !== undefined && endsAnswer(event.type)) this.end();
     return false;
   }
 

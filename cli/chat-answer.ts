@@ -6,6 +6,11 @@
 import type { Token } from 'marked';
 import { MarkdownLayout, lexMarkdown } from './chat-markdown.js';
 
+/** An answer ends with its message.completed; anything else of its turn after the text ends it too. */
+export function endsAnswer(type: string): boolean {
+  return type === 'message.completed' || type === 'turn.completed' || type === 'tool.call' || type === 'command.started';
+}
+
 export class StreamedAnswer {
   private readonly layout: MarkdownLayout;
   /** The text from the first block not yet printed whole. */

@@ -4,7 +4,7 @@
 // chat-answer.ts) — with no second renderer. To a pipe or a file, or with --raw, it is the text as
 // the model sent it, unchanged: scripts read that.
 import type { SessionEvent } from '../protocol/index.js';
-import { StreamedAnswer } from './chat-answer.js';
+import { StreamedAnswer, endsAnswer } from './chat-answer.js';
 import { renderMarkdown } from './chat-markdown.js';
 
 export interface AnswerLayout {
@@ -50,8 +50,7 @@ export class AnswerBlocks {
   /** The rest of the answer when `event` ends it (to print before the event itself), else nothing. */
   before(event: SessionEvent): string[] {
     if (this.turnId === undefined) return [];
-    const ends = event.type === 'message.completed' || event.type === 'turn.completed' || event.type === 'tool.call' || event.type === 'command.started';
-    return ends ? this.end() : [];
+    return endsAnswer(event.type) ? this.end() : [];
   }
 
   /** What is left of the answer being read, if any. */

@@ -2,50 +2,16 @@
 // recorded model stream in 7-character deltas that cut words and markers: it reads as rendered
 // markdown (no ** or ``` left), every line broken between words within the width (never where a
 // delta ended), and is exactly the layout of the whole answer at that width.
-import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { renderMarkdown } from '../../cli/chat-markdown.js';
-import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { ROOT, cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
-import { Tmux } from './tmux.js';
+import { fixtureAnswer, plain, useChatSessions } from './chat-tmux.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-const children: ChildProcess[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/** The answer the fixture streams: its deltas joined. */
-function fixtureAnswer(name: string): string {
-  const text = fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'model-server', 'streams', `${name}.sse`), 'utf8');
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('data: {'))
-    .map((l) => (JSON.parse(l.slice(6)) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content ?? '')
-    .join('');
-}
-
-// eslint-disable-next-line no-control-regex
-const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+const chatSession = useChatSessions();
 
 describe.skipIf(skipWithout(TMUX))('a chat answer in markdown in astra attach', () => {
   it('is rendered and wrapped between words at the terminal width while it streams, with no false line breaks', async () => {
-    const server = await startModelServerProcess(['markdown-answer'], children);
-    const home = makeHome('amd');
-    const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
-    const tmux = new Tmux(env);
-    cleanups.push(() => cleanupHome(home));
-    cleanups.push(() => tmux.destroy());
-    // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
-    const started = await runCli(['daemon', 'start'], env);
-    expect(started.code, started.stderr).toBe(0);
-    const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
-    expect(r.code, r.stderr).toBe(0);
-    const id = r.stdout.trim();
+    const { tmux, id } = await chatSession('amd', ['markdown-answer']);
 
     const cols = 50;
     tmux.start('a', ['attach', id], {}, cols);
@@ -75,18 +41,8 @@ describe.skipIf(skipWithout(TMUX))('a chat answer in markdown in astra attach', 
   });
 
   it('lays the unfinished paragraph out again for the new width when the terminal is resized mid-answer, printed once', async () => {
-    const server = await startModelServerProcess(['markdown-held'], children);
-    const home = makeHome('amdr');
-    const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
-    const tmux = new Tmux(env);
-    cleanups.push(() => cleanupHome(home));
-    cleanups.push(() => tmux.destroy());
-    // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
-    const started = await runCli(['daemon', 'start'], env);
-    expect(started.code, started.stderr).toBe(0);
-    const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
-    expect(r.code, r.stderr).toBe(0);
-    tmux.start('a', ['attach', r.stdout.trim()], {}, 70);
+    const { tmux, id, server } = await chatSession('amdr', ['markdown-held']);
+    tmux.start('a', ['attach', id], {}, 70);
     await tmux.waitStatus('a', /you control this session/);
     tmux.type('a', 'go on', true);
     await tmux.waitScreen('a', /resized in the middle of/);

@@ -2,35 +2,13 @@
 // columns) laid out as `astra attach` lays it out (the same markdown layout at the width less one
 // column: no ** or ``` left, lines broken between words); to a pipe, the text exactly as the model
 // wrote it (scripts read it); `--raw` keeps that text on a terminal too.
-import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { renderMarkdown } from '../../cli/chat-markdown.js';
-import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { ROOT, cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
+import { runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
-import { Tmux } from './tmux.js';
+import { fixtureAnswer, plain, useChatSessions } from './chat-tmux.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-const children: ChildProcess[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/** The answer the fixture streams: its deltas joined. */
-function fixtureAnswer(name: string): string {
-  const text = fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'model-server', 'streams', `${name}.sse`), 'utf8');
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('data: {'))
-    .map((l) => (JSON.parse(l.slice(6)) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content ?? '')
-    .join('');
-}
-
-// eslint-disable-next-line no-control-regex
-const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+const session = useChatSessions();
 
 const COLS = 50;
 
@@ -46,20 +24,7 @@ function occurrences(screen: string, expected: string[]): number[] {
 }
 
 /** A chat session whose model answers `answers` times with the markdown fixture. */
-async function chatSession(prefix: string, answers: number, fixture = 'markdown-answer') {
-  const server = await startModelServerProcess(Array(answers).fill(fixture), children);
-  const home = makeHome(prefix);
-  const env = envFor(home, { ASTRA_CHAT_BASE_URL: server.baseUrl });
-  const tmux = new Tmux(env);
-  cleanups.push(() => cleanupHome(home));
-  cleanups.push(() => tmux.destroy());
-  // The daemon takes engine settings (the model server's URL) only from `astra daemon start`.
-  const started = await runCli(['daemon', 'start'], env);
-  expect(started.code, started.stderr).toBe(0);
-  const r = await runCli(['new', '--engine', 'chat', '--model', 'llama3.1'], env);
-  expect(r.code, r.stderr).toBe(0);
-  return { env, tmux, id: r.stdout.trim(), server };
-}
+const chatSession = (prefix: string, answers: number, fixture = 'markdown-answer') => session(prefix, Array<string>(answers).fill(fixture));
 
 describe.skipIf(skipWithout(TMUX))('a chat answer printed by send --wait and log', () => {
   const answer = fixtureAnswer('markdown-answer');

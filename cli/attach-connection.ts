@@ -2,7 +2,8 @@
 // reconnected, stopped on purpose. After a deliberate stop (`astra daemon stop`) nothing reconnects
 // by itself — but a daemon started elsewhere meanwhile (`astra daemon start`, another client) is
 // noticed from the discovery record and the view reattaches to it on its own, resuming its stream
-// from the last seq it saw; Enter starts one from here.
+// from the last seq it saw; Enter starts one from here. The daemon's notices about the session (a full
+// disk: session/notice) are shown here too, since the stream then looks stopped.
 import { readRecord, resolvePaths } from '../discovery/index.js';
 import type { AstraClient } from '../client/index.js';
 import type { AttachControl } from './attach-control.js';
@@ -10,6 +11,7 @@ import type { AttachControl } from './attach-control.js';
 export type ConnectionState = 'connected' | 'reconnecting' | 'stopped';
 
 export interface ConnectionHost {
+  readonly id: string;
   readonly client: AstraClient;
   readonly control: AttachControl;
   readonly isController: boolean;
@@ -24,6 +26,8 @@ const RECORD_POLL_MS = 500;
 
 export class AttachConnection {
   state: ConnectionState = 'connected';
+  /** The session's journal cannot be written (session/notice disk_full): its path, until disk_ok. */
+  diskFull: string | undefined;
   private watch: NodeJS.Timeout | undefined;
   private resuming = false;
   private readonly recordPath: string;
@@ -64,6 +68,17 @@ export class AttachConnection {
         this.host.notice('the daemon was stopped (astra daemon stop); press Enter to start it and reattach, or Ctrl-D to leave (a daemon started elsewhere is reattached to by itself)', 'yellow');
         this.host.refresh();
         this.watchRecord(c.instanceId);
+      }),
+      c.on('notice', (n) => {
+        if (n.sessionId !== this.host.id) return;
+        if (n.reason === 'disk_full') {
+          this.diskFull = n.path ?? 'the disk holding the daemon\'s data directory';
+          this.host.notice(diskFullText(this.diskFull), 'red');
+        } else if (n.reason === 'disk_ok' && this.diskFull !== undefined) {
+          this.diskFull = undefined;
+          this.host.notice('the disk has space again: the session\'s events are saved and arrive again', 'green');
+        } else return;
+        this.host.refresh();
       }),
       c.on('error', (e) => {
         if (c.state === 'closed') void this.host.end(1, [`astra: ${e.message}`]);
@@ -124,4 +139,9 @@ export class AttachConnection {
     // A lease the new daemon could not reclaim was reported lost: ask for control as attaching does.
     if (wasController && !h.isController && !h.opts.observe) await h.control.tryAcquire(false, false);
   }
+}
+
+/** What a full disk means for the user, in one line (the status line and the notice). */
+export function diskFullText(path: string): string {
+  return `disk full: the session's events cannot be saved — free space on ${path}; nothing is lost, it resumes by itself`;
 }

@@ -21,6 +21,8 @@ export interface StatusState {
   turn: 'approval needed' | 'cancelling' | 'turn running' | 'idle';
   /** `stopped`: the daemon was stopped on purpose (astra daemon stop); nothing reconnects until the user says so. */
   connection: 'live' | 'replaying' | 'reconnecting' | 'stopped';
+  /** The session's journal cannot be written (a full disk): its path, until the daemon says it is written again. */
+  diskFull?: string | undefined;
   /** This terminal is asked to answer an approval. */
   approvalAsked: boolean;
   /** The time left to answer it ("45s left"), when it has a deadline. */
@@ -30,6 +32,11 @@ export interface StatusState {
   editor?: Footer['editor'];
   /** The prefix key was pressed (its name): the next key is Astra's. */
   prefixArmed?: string | undefined;
+}
+
+/** The status line's part while the session's journal cannot be written (the notice line says the rest). */
+function diskFullStatus(path: string): string {
+  return `disk full: free space on ${path}`;
 }
 
 export function statusFooter(s: StatusState, color: boolean): Footer {
@@ -51,13 +58,15 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
   const conn =
     s.connection === 'reconnecting' ? ' │ reconnecting…' : s.connection === 'stopped' ? ' │ daemon stopped' : s.connection === 'replaying' ? ' │ replaying…' : '';
   if (s.connection === 'reconnecting' || s.connection === 'stopped') colour = 'red';
+  const disk = s.diskFull !== undefined ? ` │ ${diskFullStatus(s.diskFull)}` : '';
+  if (disk) colour = 'red';
   let keys: string;
   if (s.connection === 'stopped') keys = 'Enter restart · Ctrl-D leave';
   else if (s.me) keys = s.approvalAsked ? 'y approve · n deny' : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
   else keys = s.readOnly ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
   if (s.prefixArmed) keys = `${s.prefixArmed} pressed: c cancel · d detach · t take · Esc back`;
   const title = fitWidth(cleanText(s.title), 24);
-  const status = ` ${role} │ ${s.turn}${conn} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${s.id}${title ? ` "${title}"` : ''}`;
+  const status = ` ${role} │ ${s.turn}${conn}${disk} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${s.id}${title ? ` "${title}"` : ''}`;
   let promptPrefix: string;
   if (s.approvalAsked) promptPrefix = paint(color, 'yellow', `approve the command above?${s.approvalLeft ? ` (${s.approvalLeft})` : ''} [y/n] `);
   else if (s.me) promptPrefix = paint(color, 'bold', '❯ ');
@@ -85,12 +94,12 @@ export function screenStatus(s: ScreenStatusState): { text: string; colour: Foot
   else if (s.me) keys = `keys go to the program · ${p} c cancel · ${p} d detach · ${p} ? keys`;
   else keys = s.readOnly ? `read-only · ${p} d detach` : `${p} t (or Ctrl-T) take · ${p} d detach`;
   const role = s.me ? 'you control' : s.readOnly ? 'observing (read-only)' : 'observing';
-  const conn = s.connection === 'reconnecting' ? ' │ reconnecting…' : s.connection === 'replaying' ? ' │ replaying…' : '';
+  const conn = `${s.connection === 'reconnecting' ? ' │ reconnecting…' : s.connection === 'replaying' ? ' │ replaying…' : ''}${s.diskFull !== undefined ? ` │ ${diskFullStatus(s.diskFull)}` : ''}`;
   const who = s.me ? '' : ` │ ${f.status.split(' │ ').find((x) => x.startsWith('controlled by') || x.startsWith('control ') || x === 'no controller') ?? ''}`;
   const cmd = fitWidth(cleanText(s.command), 30);
   const title = fitWidth(cleanText(s.title), 24);
   const head = s.note ? `${s.note} │ ` : '';
   const text = ` ${head}${role} │ ${s.turn === 'cancelling' ? 'cancelling' : `running ${cmd}`}${conn} │ ${keys}${who === ' │ ' ? '' : who} │ ${s.id}${title ? ` "${title}"` : ''}`;
-  const colour = s.prefixArmed ? 'yellow' : s.note ? 'yellow' : f.statusColour;
+  const colour = s.prefixArmed ? 'yellow' : s.diskFull !== undefined ? 'red' : s.note ? 'yellow' : f.statusColour;
   return { text, colour };
 }

@@ -353,6 +353,7 @@ class Attach implements KeyHost {
       ...this.control.statusState(),
       turn: this.control.approvalPending ? 'approval needed' : this.runningTurnId ? (this.cancelRequested ? 'cancelling' : 'turn running') : 'idle',
       connection: this.connection.state === 'connected' ? (this.live ? 'live' : 'replaying') : this.connection.state,
+      diskFull: this.connection.diskFull,
       approvalAsked,
       input: '',
       editor: me && !approvalAsked && !this.daemonStopped ? this.keys.editor : undefined,

@@ -240,6 +240,11 @@ export const STREAM_EVENTS: Record<string, { summary: string; data: Schema<unkno
   resynced: { summary: 'Resumed after lagging (the gateway\'s or the daemon\'s); nothing was skipped.', data: obj({ lastSeq: int({ min: 0 }), lagCount: int({ min: 1 }), throughSeq: opt(int({ min: 0 })) }) },
   reconnecting: { summary: 'The tab\'s connection to the daemon dropped (a daemon restart); the stream stays open, and the page shows "reconnecting" until reconnected.', data: obj({ reason: str(), daemonShuttingDown: bool(), lastSeq: int({ min: 0 }) }) },
   reconnected: { summary: 'The tab\'s client is back on the daemon; events resume after lastSeq, nothing skipped or repeated.', data: obj({ daemonRestarted: bool(), attempts: int({ min: 0 }), lastSeq: int({ min: 0 }) }) },
+  notice: {
+    summary:
+      'The daemon\'s word about the session that no event carries (session/notice). reason \'disk_full\': the session\'s events cannot be saved (path: the journal; free space there), so none arrive until there is space, nothing is lost; \'disk_ok\': they are saved and arrive again. The page shows it in its status bar. Ignore an unknown reason.',
+    data: obj({ reason: str(), message: str(), path: opt(str()), lastSeq: int({ min: 0 }) }),
+  },
   error: { summary: 'The stream failed and ends; data is the error envelope. Reconnect with Last-Event-ID.', data: errorEnvelopeSchema },
 };
 

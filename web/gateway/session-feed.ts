@@ -26,6 +26,14 @@ const MAX_TICK_BYTES = 1024 * 1024;
 const HOLD_BYTES = 1024 * 1024;
 const MAX_HOLD_MS = 1_000;
 
+/** The daemon's session/notice (a full disk), as AstraClient's 'notice' event gives it. */
+export interface SessionNotice {
+  sessionId: string;
+  reason: string;
+  message: string;
+  path?: string;
+}
+
 /** What the feed needs from an event stream (sse.ts EventStream). */
 export interface FeedMember {
   readonly sessionId: string;
@@ -47,6 +55,8 @@ export interface FeedMember {
   feedResynced(throughSeq: number): void;
   /** The feed ended: the stream goes on with its own subscription, from `position`. */
   feedLost(): void;
+  /** The daemon's notice about the session (the feed's subscription gets it, not the tabs'). */
+  sessionNotice(n: SessionNotice): void;
 }
 
 class SessionFeed {
@@ -241,6 +251,10 @@ export class SessionFeeds {
   constructor(env: NodeJS.ProcessEnv, clientVersion: string, leaseStore: LeaseStore) {
     // A read-only client of the gateway's own: it holds no lease and is offered no approvals.
     this.link = new Tab('gateway:feed', 'feed', { id: 'gateway', readOnly: true }, env, clientVersion, 0, leaseStore, undefined, 'astra web feed');
+    // A full disk is told to the feed's subscription: every stream that joined it passes it on.
+    this.link.onNotice = (n) => {
+      for (const m of this.feeds.get(n.sessionId)?.members ?? []) m.sessionNotice(n);
+    };
   }
 
   /** Asks for the session's feed (made on first use, from the stream's last seq); the stream joins when it can. */

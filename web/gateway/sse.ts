@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
-import type { FeedMember, SessionFeed, SessionFeeds } from './session-feed.js';
+import type { FeedMember, SessionFeed, SessionFeeds, SessionNotice } from './session-feed.js';
 import { eventFrame, streamFrame as frame } from './sse-frames.js';
 import type { Tab } from './tabs.js';
 
@@ -33,6 +33,8 @@ export class EventStream implements FeedMember {
   private feed: SessionFeed | undefined;
   private feedState: 'none' | 'waiting' | 'joined' = 'none';
   private lastSent: number;
+  /** The reason of the last `notice` frame written (the tab's and the feed's subscriptions may both pass one on). */
+  private lastNotice: string | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private stopped = false;
   private lagging = false;
@@ -283,6 +285,16 @@ export class EventStream implements FeedMember {
     if (!this.awaitingDaemon || this.stopped) return;
     this.awaitingDaemon = false;
     this.subscribe().catch((e: unknown) => this.fail(e));
+  }
+
+  /**
+   * The daemon's word about the session that no event carries (session/notice: a full disk), from
+   * the tab's subscription or the feed's: written at once, a repeat of the last reason dropped.
+   */
+  sessionNotice(n: SessionNotice): void {
+    if (this.stopped || n.sessionId !== this.sessionId || n.reason === this.lastNotice) return;
+    this.lastNotice = n.reason;
+    this.write(frame('notice', { reason: n.reason, message: n.message, ...(n.path !== undefined ? { path: n.path } : {}), lastSeq: this.lastSent }));
   }
 
   stop(): void {

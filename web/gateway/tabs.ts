@@ -7,6 +7,7 @@ import { isProcessAlive, readRecord, resolvePaths } from '../../discovery/index.
 import { HttpError } from './errors.js';
 import type { LeaseStore } from './lease-store.js';
 import type { Grant } from './pairing.js';
+import type { SessionNotice } from './session-feed.js';
 import type { EventStream } from './sse.js';
 
 export const TAB_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -44,6 +45,8 @@ export interface DaemonDown {
 
 export class Tab {
   readonly streams = new Map<string, EventStream>();
+  /** Told the daemon's session notices besides this tab's streams (the shared feed's link: session-feed.ts). */
+  onNotice: ((n: SessionNotice) => void) | undefined;
   lastUsed = Date.now();
   private client: AstraClient | undefined;
   private connecting: Promise<AstraClient> | undefined;
@@ -113,6 +116,11 @@ export class Tab {
         client.on('stopped', () => {
           this.daemonDown({ reason: 'the daemon was stopped (astra daemon stop); the page goes on once it runs again (astra daemon start)', daemonShuttingDown: true });
           this.watchForDaemon(client);
+        });
+        // A full disk (session/notice) goes to the stream of that session, which says it to the page.
+        client.on('notice', (n) => {
+          this.streams.get(n.sessionId)?.sessionNotice(n);
+          this.onNotice?.(n);
         });
         client.on('reconnected', (e) => {
           this.stopWatching();

@@ -1,7 +1,7 @@
 // The page: pairing, the session list, and a session view whose renderers (one module per kind of
 // event) draw what the stream delivers. State shown about control always comes from the gateway.
 import { api, controlledBeforeReload, releaseOnPageHide, RequestFailed, type Me, type PageEvent, type SessionView } from './api.js';
-import { SessionStream, type StreamState } from './stream.js';
+import { SessionStream, type StreamNotice, type StreamState } from './stream.js';
 import { TerminalRenderer } from './render/terminal.js';
 import { MessageRenderer } from './render/messages.js';
 import { ApprovalRenderer } from './render/approvals.js';
@@ -28,6 +28,8 @@ interface PageProbe {
   streamState: StreamState | 'idle';
   /** The last 100 states the status bar showed, with their detail ("reconnecting: the daemon …"). */
   streamStates: string[];
+  /** The notice the status bar shows (a full disk), if any. */
+  notice?: string | undefined;
 }
 const probe: PageProbe = { seqs: [], latencies: [], terminalText: () => '', terminalLines: () => [], terminalVisible: () => [], streamState: 'idle', streamStates: [] };
 (window as unknown as { astra: PageProbe }).astra = probe;
@@ -48,6 +50,22 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLEl
 
 function notice(text: string, isError = false): void {
   $('main').replaceChildren(el('p', { id: 'notice', className: isError ? 'error' : '', textContent: text }));
+}
+
+/** The status bar's notice: what the daemon said about the session that no event carries (a full disk), until it says otherwise. */
+function setNotice(n: StreamNotice | undefined): void {
+  const box = $('status-notice');
+  if (n?.reason === 'disk_ok' || n === undefined) {
+    probe.notice = undefined;
+    box.hidden = true;
+    box.textContent = '';
+    return;
+  }
+  if (n.reason !== 'disk_full') return; // an unknown reason is ignored
+  const text = `disk full: the session's events cannot be saved — free space on ${n.path ?? 'the disk of the daemon\'s data directory'}; nothing is lost, it resumes by itself`;
+  probe.notice = text;
+  box.textContent = text;
+  box.hidden = false;
 }
 
 function setStream(state: StreamState | 'idle', detail?: string): void {
@@ -119,6 +137,7 @@ async function showList(): Promise<void> {
   });
   $('main').replaceChildren(el('div', { className: 'bar' }, title, engine, model, create), table);
   $('status-control').textContent = '';
+  setNotice(undefined);
   const refresh = async (): Promise<void> => {
     try {
       const { sessions } = await api<{ sessions: SessionView[] }>('GET', '/v1/sessions');
@@ -146,6 +165,7 @@ async function showList(): Promise<void> {
 }
 
 function showSession(id: string): void {
+  setNotice(undefined);
   const heading = el('h2', { id: 'session-title', textContent: id });
   const messages = el('div', { className: 'messages', id: 'messages' });
   const cards = el('div', { id: 'approvals' });
@@ -255,6 +275,7 @@ function showSession(id: string): void {
     },
     onState: (s, detail) => setStream(s, detail),
     onOpen: () => void refreshControl(),
+    onNotice: (n) => setNotice(n),
   });
   current = { stream, timer: window.setInterval(() => void refreshControl(), 5_000) };
   stream.start();

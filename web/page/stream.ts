@@ -10,9 +10,17 @@ export interface StreamHandlers {
   onState(s: StreamState, detail?: string): void;
   /** The stream (re)opened: the gateway may be new, so the page refreshes what it shows about control. */
   onOpen(): void;
+  /** The daemon's word about the session that no event carries (a full disk: `notice`, docs/http.md). */
+  onNotice(n: StreamNotice): void;
 }
 
-const STREAM_EVENTS = ['open', 'replayed', 'heartbeat', 'lagged', 'resynced', 'reconnecting', 'reconnected', 'error'];
+export interface StreamNotice {
+  reason: string;
+  message: string;
+  path?: string;
+}
+
+const STREAM_EVENTS = ['open', 'replayed', 'heartbeat', 'lagged', 'resynced', 'reconnecting', 'reconnected', 'notice', 'error'];
 
 export class SessionStream {
   lastSeq = 0;
@@ -71,6 +79,10 @@ export class SessionStream {
       this.lastFrameAt = Date.now();
       this.h.onState('live');
       this.h.onOpen();
+    });
+    es.addEventListener('notice', (ev) => {
+      this.lastFrameAt = Date.now();
+      this.h.onNotice(JSON.parse((ev as MessageEvent).data as string) as StreamNotice);
     });
     /** A session event (JSON with its seq): once, in seq order. */
     const deliver = (data: string): void => {

@@ -4,7 +4,6 @@
 // try — no daemon restart — while the stopped turn's error and turn.completed arrive. The full disk
 // is a small tmpfs mounted by the test (root only: elsewhere it is skipped with one line, and fails
 // under CI=true).
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -12,41 +11,15 @@ import { AstraClient } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { envFor, isAlive, makeHome, processesOfHome, waitFor } from '../helpers/processes.js';
 import { requireBuild } from '../client/helpers.js';
+import { canMountSmallDisk, fillDisk, mountSmallDisk, noteSmallDiskSkip } from '../helpers/small-disk.js';
 
-const canMount = process.platform === 'linux' && process.getuid?.() === 0;
-const why = 'mounting a tmpfs needs root on Linux';
-if (!canMount) {
-  if (process.env.CI === 'true') throw new Error(`the full-disk test cannot run: ${why}; under CI=true nothing is skipped`);
-  process.stderr.write(`skipped: the daemon's full-disk test (${why})\n`);
-}
-
-/** At most this much filler: never fill anything but the test's own small tmpfs. */
-const MAX_FILL_BYTES = 16 * 1024 * 1024;
-
-function fill(dir: string): string {
-  const { bsize, blocks } = fs.statfsSync(dir);
-  if (bsize * blocks > MAX_FILL_BYTES) throw new Error(`${dir} is not the test's small tmpfs; refusing to fill it`);
-  const file = path.join(dir, 'filler');
-  const fd = fs.openSync(file, 'w');
-  try {
-    for (let n = 0; n < MAX_FILL_BYTES; ) n += fs.writeSync(fd, Buffer.alloc(64 * 1024, 1));
-    throw new Error('the file system did not fill up');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
-  } finally {
-    fs.closeSync(fd);
-  }
-  return file;
-}
+noteSmallDiskSkip("the daemon's full-disk test");
 
 /** A home whose data directory is a 4 MiB tmpfs; the daemon and clients of it are gone, and the mount too, when the test ends. */
 function homeOnSmallDisk(): { home: string; data: string; env: NodeJS.ProcessEnv; clients: AstraClient[] } {
   requireBuild();
   const home = makeHome('adf');
-  const data = path.join(home, 'data');
-  fs.mkdirSync(data, { mode: 0o700 });
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', data], { encoding: 'utf8', timeout: 10_000 });
-  if (r.status !== 0) throw new Error(`mount -t tmpfs failed: ${(r.stderr || r.error?.message || '').trim()}`);
+  const { data, unmount } = mountSmallDisk(home);
   const clients: AstraClient[] = [];
   onTestFinished(async () => {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
@@ -59,13 +32,13 @@ function homeOnSmallDisk(): { home: string; data: string; env: NodeJS.ProcessEnv
       }
     }
     await waitFor('the daemon to die', () => pids.every((p) => !isAlive(p)), 10_000).catch(() => undefined);
-    spawnSync('umount', ['-l', data], { timeout: 10_000 });
+    unmount();
     fs.rmSync(home, { recursive: true, force: true });
   });
   return { home, data, env: envFor(home, { ASTRA_IDLE_TIMEOUT_MS: '60000' }), clients };
 }
 
-describe.skipIf(!canMount)('a real daemon whose data disk fills during a turn', () => {
+describe.skipIf(!canMountSmallDisk)('a real daemon whose data disk fills during a turn', () => {
   it('tells the client, keeps answering, loses nothing, and the next turn runs once space is freed', async () => {
     const { data, env, clients } = homeOnSmallDisk();
     const client = await AstraClient.connect({ clientName: 'disk-full', env });
@@ -79,7 +52,7 @@ describe.skipIf(!canMount)('a real daemon whose data disk fills during a turn', 
 
     const first = await client.turn.start({ sessionId: session.id, input: { text: 'exec yes astra-disk-full' } });
     await waitFor('output', () => events.some((e) => e.type === 'command.output'), 20_000);
-    const filler = fill(data);
+    const filler = fillDisk(data);
 
     const full = await waitFor('the disk_full notice', () => notices.find((n) => n.reason === 'disk_full'), 20_000);
     expect(full).toMatchObject({ sessionId: session.id, path: path.join(data, 'sessions', session.id, 'journal.astra') });

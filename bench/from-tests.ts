@@ -17,7 +17,7 @@ import { DAEMON_NODE_FLAGS } from '../client/index.js';
 import { readRecord, resolvePaths } from '../discovery/index.js';
 import type { SessionEvent } from '../protocol/index.js';
 import { Runtime, createShellEngine } from '../runtime/index.js';
-import { startPtyCommand } from '../runtime/terminal/pty-command.js';
+import { startPtyCommand } from '../pty/pty-command.js';
 import { RawPeer, fuzzDaemon } from './fuzz-frames.js';
 import { DaemonProc } from './daemon-proc.js';
 import { HERE, tempDir, waitFor, wallMs } from './lib.js';

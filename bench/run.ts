@@ -13,7 +13,7 @@ import { DaemonProc } from './daemon-proc.js';
 import { runFromTests } from './from-tests.js';
 import { runTerminalBench } from './terminal/terminal-bench.js';
 import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
-import { directIOUsable, giveStage, takeStage } from '../runtime/direct-io.js';
+import { directIOUsable, giveStage, takeStage } from '../journal/direct-io.js';
 import { CLI, HERE, PAR_CALLS, PAR_IN_FLIGHT, RT_CALLS, killAll, median, pinProcess, procLastCpu, procRssBytes, sleep, spawnWorker, tempDir, timeProcess, waitFor, wallMs, type Child, type Figure } from './lib.js';
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);

@@ -3,7 +3,7 @@
 // act come first, names last, so a narrow window cuts the least useful part. Widths are columns.
 import type { Footer } from './attach-view.js';
 import { cleanText, paint } from './output.js';
-import { fitWidth } from './terminal/width.js';
+import { fitWidth } from './view/width.js';
 import { describeHolder, type HolderLike } from './session-util.js';
 
 export interface StatusState {

@@ -7,10 +7,10 @@
 // keypad) outlives it. A full-screen program larger than this terminal (an observer's smaller
 // window) is drawn from a copy of its screen instead, clipped (see checkClip). Pure: it returns the
 // bytes to write; AttachView writes them.
-import { OutputFilter, restoreSequence } from '../terminal/modes.js';
-import { ProgramMirror } from './terminal/program-mirror.js';
-import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from './terminal/scroll-region.js';
-import { visible } from './terminal/width.js';
+import { OutputFilter, restoreSequence } from '../tty/modes.js';
+import { ProgramMirror } from './view/program-mirror.js';
+import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from './view/scroll-region.js';
+import { visible } from './view/width.js';
 
 export { UserTerminal, type UserTerminalHooks } from './attach-user-terminal.js';
 
@@ -49,7 +49,7 @@ export class RawScreen {
   /** atLineStart of the normal screen while the program is on the alternate one. */
   private normalAtLineStart = true;
   /**
-   * A copy of the program's screen at the program's size (cli/terminal/program-mirror.ts), when that
+   * A copy of the program's screen at the program's size (cli/view/program-mirror.ts), when that
    * size is known (command.started, a screen snapshot). While the program is larger than the rows and
    * columns it has here (an observer's smaller window) the view draws from it, clipped, instead of
    * passing the program's bytes through (they would be wrapped and clamped over each other and the

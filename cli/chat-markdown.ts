@@ -6,7 +6,7 @@
 // line can be erased and drawn again alone. The model's text is untrusted: control characters and
 // escape sequences in it are shown as visible symbols, never sent to the terminal.
 import { Lexer, type Token, type Tokens } from 'marked';
-import { displayWidth, graphemes, visible } from './terminal/width.js';
+import { displayWidth, graphemes, visible } from './view/width.js';
 
 /** Lexes markdown as the renderer reads it (GitHub's flavour: tables, strikethrough, task lists). */
 export function lexMarkdown(text: string): Token[] {

@@ -5,7 +5,7 @@ import { Option, type Command } from 'commander';
 import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach.js';
-import { displayWidth, fitWidth, padWidth } from './terminal/width.js';
+import { displayWidth, fitWidth, padWidth } from './view/width.js';
 import { answerLayout, answerLines } from './chat-print.js';
 import { eventToJson, turnEndText } from './event-render.js';
 import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';

@@ -2,7 +2,7 @@
 import { AstraError, isAstraError, type Session } from '../protocol/index.js';
 import { AstraClient, type AstraClientOptions, type ControllerLease } from '../client/index.js';
 import { CLI_VERSION, cleanText } from './output.js';
-import { fitWidth } from './terminal/width.js';
+import { fitWidth } from './view/width.js';
 
 export async function connectClient(env: NodeJS.ProcessEnv, clientName: string, extra: Partial<AstraClientOptions> = {}): Promise<AstraClient> {
   // A daemon that accepts but does not answer (SIGSTOPped, stuck) is named after a second, once;

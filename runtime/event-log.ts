@@ -10,7 +10,7 @@ import type { EventType, EventData } from '../protocol/index.js';
 import { AstraError, isAstraError } from '../protocol/index.js';
 import { StoredEvent, type EncodedBody, type EventBody } from './event-body.js';
 import type { EventTail } from './event-tail.js';
-import { RecordKind, type SessionJournal } from './journal.js';
+import { RecordKind, type SessionJournal } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
 
 /** A full disk is retried this often at first, then less often, up to RETRY_MAX_MS. */

@@ -13,8 +13,8 @@ export {
   JOURNAL_HEADER_BYTES,
   RecordKind,
   encodeRecord,
-} from './journal.js';
+} from '../journal/journal.js';
 export { StoredEvent } from './event-body.js';
 export { JOURNAL_FILE, META_FILE } from './session-meta.js';
 export type { FeedNotice, FeedPhase, ScreenCapture, SubscribeOptions as FeedSubscribeOptions } from './subscription-feed.js';
-export { crc32 } from './crc32.js';
+export { crc32 } from '../journal/crc32.js';

@@ -15,7 +15,7 @@
 // output as events, as without `screen`.
 import type { EventType } from '../protocol/index.js';
 import type { RuntimeLogger } from './logger.js';
-import { openScreen, warmScreenWorker, type ScreenHandle } from './terminal/remote-screen.js';
+import { openScreen, warmScreenWorker, type ScreenHandle } from '../pty/remote-screen.js';
 
 /** Bytes waiting for the emulator past which the engine is told it is behind. */
 const HIGH_WATER = 4 * 1024 * 1024;

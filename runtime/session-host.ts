@@ -11,7 +11,7 @@ import { AstraError } from '../protocol/index.js';
 import { eventFromBody, mapBody, packInternal, storedFromRecord, unpackInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
 import { EventLog } from './event-log.js';
 import { EventTail, WIRE_OVERHEAD, type CatchUpBudget } from './event-tail.js';
-import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from './journal.js';
+import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
 import { interruptedToolResult } from './chat/transcript.js';
 import { killOrphanGroup } from './orphans.js';

@@ -5,7 +5,7 @@
 // set this state themselves.
 import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
 import type { ApprovalRequest, CommandTerminal } from './engine.js';
-import { RecordKind } from './journal.js';
+import { RecordKind } from '../journal/journal.js';
 import { IdempotencyTable } from './idempotency.js';
 import { TranscriptEvents } from './chat/transcript.js';
 import type { SessionMeta } from './session-meta.js';

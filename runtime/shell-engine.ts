@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import { isAstraError } from '../protocol/index.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
-import { startPtyCommand, type PtyCommand } from './terminal/pty-command.js';
+import { startPtyCommand, type PtyCommand } from '../pty/pty-command.js';
 
 /** 'auto': a pseudo-terminal where one can be had, else pipes; 'pipes': always pipes. */
 export type TerminalMode = 'auto' | 'pipes';

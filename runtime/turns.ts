@@ -7,7 +7,7 @@ import type { Approvals } from './approvals.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
 import { fingerprint } from './idempotency.js';
 import { newId } from './ids.js';
-import { RecordKind } from './journal.js';
+import { RecordKind } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
 import type { SessionHost } from './session-host.js';
 import { runShellCommand } from './shell-engine.js';

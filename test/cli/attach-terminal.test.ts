@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RawScreen } from '../../cli/attach-terminal.js';
 import { ROOT, runNode } from '../helpers/processes.js';
-import { CommandScreen } from '../../runtime/terminal/screen.js';
+import { CommandScreen } from '../../pty/screen.js';
 
 const COLS = 40;
 const ROWS = 10;

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { StreamedAnswer } from '../../cli/chat-answer.js';
 import { renderMarkdown } from '../../cli/chat-markdown.js';
-import { displayWidth } from '../../cli/terminal/width.js';
+import { displayWidth } from '../../cli/view/width.js';
 
 const SAMPLE = [
   '# Title',

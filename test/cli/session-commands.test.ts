@@ -55,7 +55,7 @@ describe('astra new and sessions', () => {
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     // Where STATE starts, in display columns, is the same on every line.
-    const { displayWidth } = await import('../../cli/terminal/width.js');
+    const { displayWidth } = await import('../../cli/view/width.js');
     const stateAt = (l: string) => displayWidth(l.slice(0, l.search(/ (idle|STATE) /) + 1));
     const columns = new Set(lines.map(stateAt));
     expect(columns.size, table.stdout).toBe(1);

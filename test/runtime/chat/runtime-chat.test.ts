@@ -9,7 +9,7 @@ import { isAstraError } from '../../../protocol/index.js';
 import { INTERRUPTED_RESULT_OUTPUT } from '../../../runtime/chat/index.js';
 import { Packr } from 'msgpackr';
 import { JOURNAL_FILE, RecordKind, Runtime, createChatEngine, encodeRecord, type RuntimeOptions } from '../../../runtime/index.js';
-import { SessionJournal } from '../../../runtime/journal.js';
+import { SessionJournal } from '../../../journal/journal.js';
 import { SessionHost } from '../../../runtime/session-host.js';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
 import { tempDir, waitFor } from '../helpers.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '../protocol/index.js';
 import type { AstraClient } from '../client/index.js';
-import { attach } from './attach.js';
+import { attach } from './attach/attach.js';
 import { displayWidth, fitWidth, padWidth } from './view/width.js';
 import { answerLayout, answerLines } from './chat-print.js';
 import { eventToJson, turnEndText } from './event-render.js';

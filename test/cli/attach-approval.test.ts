@@ -2,7 +2,7 @@
 // daemon: it shows the time left until the approval's deadline; when the approval expires the prompt
 // goes, and a y typed for it just after is swallowed and explained, not put in the input line.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ApprovalClock, timeLeft } from '../../cli/attach-approval.js';
+import { ApprovalClock, timeLeft } from '../../cli/attach/attach-approval.js';
 import { cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
 import { Tmux } from './tmux.js';

@@ -1,6 +1,6 @@
-// The prefix key and the controller's keys on their way to the program (cli/attach-input.ts).
+// The prefix key and the controller's keys on their way to the program (cli/attach/attach-input.ts).
 import { describe, expect, it } from 'vitest';
-import { InputSender, KeyRouter, parsePrefixKey, type Routed } from '../../cli/attach-input.js';
+import { InputSender, KeyRouter, parsePrefixKey, type Routed } from '../../cli/attach/attach-input.js';
 import { MAX_COMMAND_INPUT_BYTES } from '../../protocol/index.js';
 
 const ctrlBracket = parsePrefixKey('C-]');

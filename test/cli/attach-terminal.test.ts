@@ -1,8 +1,8 @@
-// The raw screen of `astra attach` (cli/attach-terminal.ts) on an emulated user terminal: what a
+// The raw screen of `astra attach` (cli/attach/attach-terminal.ts) on an emulated user terminal: what a
 // program prints lands above the status line, cannot set the title, and leaves no mode behind.
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RawScreen } from '../../cli/attach-terminal.js';
+import { RawScreen } from '../../cli/attach/attach-terminal.js';
 import { ROOT, runNode } from '../helpers/processes.js';
 import { CommandScreen } from '../../pty/screen.js';
 
@@ -132,7 +132,7 @@ describe('RawScreen', () => {
 describe('UserTerminal', () => {
   // A process with the built module: the hooks write the restore bytes on a crash and at exit.
   const script = (how: string) => [
-    `const { UserTerminal } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'cli', 'attach-terminal.js'))});`,
+    `const { UserTerminal } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'cli', 'attach', 'attach-terminal.js'))});`,
     `const t = new UserTerminal({ stdin: process.stdin, stdout: process.stdout }, { data() {}, end() {}, term() {}, hangup() {}, gone() {}, emergencyBytes: () => '<restore>' });`,
     `t.watch();`,
     how,

@@ -16,8 +16,8 @@
 // (restoreSequence) when a command ends, on detach, on SIGTERM/SIGHUP, on a crash and at exit.
 // The parts, one concern a file: docs/architecture.md lists them (cli/attach-*.ts).
 // This file: one terminal's state, its events and its leaving.
-import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import type { AstraClient, SubscribeOptions } from '../client/index.js';
+import { AstraError, isAstraError, type Session, type SessionEvent } from '../../protocol/index.js';
+import type { AstraClient, SubscribeOptions } from '../../client/index.js';
 import { AttachChat } from './attach-chat.js';
 import { ApprovalClock, lateKeyMsFrom } from './attach-approval.js';
 import { AttachConnection } from './attach-connection.js';
@@ -29,9 +29,9 @@ import { AttachKeys, type KeyHost } from './attach-keys.js';
 import { screenStatus, statusFooter } from './attach-status.js';
 import { UserTerminal } from './attach-terminal.js';
 import { AttachView } from './attach-view.js';
-import { renderEvent } from './event-render.js';
-import { paint } from './output.js';
-import { connectClient, describeHolder, mostRecentSession, resolveSession, sessionLabel } from './session-util.js';
+import { renderEvent } from '../event-render.js';
+import { paint } from '../output.js';
+import { connectClient, describeHolder, mostRecentSession, resolveSession, sessionLabel } from '../session-util.js';
 
 export interface AttachOptions {
   observe?: boolean;

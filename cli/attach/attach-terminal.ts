@@ -7,10 +7,10 @@
 // keypad) outlives it. A full-screen program larger than this terminal (an observer's smaller
 // window) is drawn from a copy of its screen instead, clipped (see checkClip). Pure: it returns the
 // bytes to write; AttachView writes them.
-import { OutputFilter, restoreSequence } from '../tty/modes.js';
-import { ProgramMirror } from './view/program-mirror.js';
-import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from './view/scroll-region.js';
-import { visible } from './view/width.js';
+import { OutputFilter, restoreSequence } from '../../tty/modes.js';
+import { ProgramMirror } from '../view/program-mirror.js';
+import { StatusRowGuard, drawStatusLine, enterStatusLayout, leaveStatusLayout, setRegion } from '../view/scroll-region.js';
+import { visible } from '../view/width.js';
 
 export { UserTerminal, type UserTerminalHooks } from './attach-user-terminal.js';
 

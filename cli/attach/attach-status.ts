@@ -2,9 +2,9 @@
 // one status line on the last row while a command has the screen. What is happening and which keys
 // act come first, names last, so a narrow window cuts the least useful part. Widths are columns.
 import type { Footer } from './attach-view.js';
-import { cleanText, paint } from './output.js';
-import { fitWidth } from './view/width.js';
-import { describeHolder, type HolderLike } from './session-util.js';
+import { cleanText, paint } from '../output.js';
+import { fitWidth } from '../view/width.js';
+import { describeHolder, type HolderLike } from '../session-util.js';
 
 export interface StatusState {
   id: string;

@@ -1,11 +1,11 @@
 // Who controls the session, as one `astra attach` sees it, and the approvals this terminal answers:
 // acquiring and taking control, losing it (takeover, expiry), taking it when it comes free (unless
 // it was taken from this terminal on purpose), and the approval prompt of the controller.
-import { AstraError, isAstraError, type Session, type SessionEvent } from '../protocol/index.js';
-import type { AstraClient, ApprovalRequest, ControllerLease, LeaseLost } from '../client/index.js';
+import { AstraError, isAstraError, type Session, type SessionEvent } from '../../protocol/index.js';
+import type { AstraClient, ApprovalRequest, ControllerLease, LeaseLost } from '../../client/index.js';
 import type { ApprovalClock } from './attach-approval.js';
 import type { AttachLeaseFile } from './attach-resume.js';
-import { describeHolder, holderOf, type HolderLike } from './session-util.js';
+import { describeHolder, holderOf, type HolderLike } from '../session-util.js';
 
 export interface ControlHost {
   readonly client: AstraClient;

@@ -7,10 +7,10 @@
 //   the command gives the screen back.
 // Writes made in one tick go out as one write, so a flood of output stays cheap. Widths are display
 // columns (CJK and emoji take two), never UTF-16 units.
-import { OutputFilter, restoreSequence } from '../tty/modes.js';
+import { OutputFilter, restoreSequence } from '../../tty/modes.js';
 import { RawScreen, type ScreenImage } from './attach-terminal.js';
-import type { RenderedLine } from './view/line-editor.js';
-import { displayWidth, fitWidth } from './view/width.js';
+import type { RenderedLine } from '../view/line-editor.js';
+import { displayWidth, fitWidth } from '../view/width.js';
 
 export interface Footer {
   /** Plain text; coloured by the view after fitting it to the width. */

@@ -7,7 +7,7 @@
 //   observers get a hint.
 // The prefix key's commands (cancel, detach, take, redraw) work in every state.
 import { KeyRouter, type PrefixKey } from './attach-input.js';
-import { LineEditor } from './view/line-editor.js';
+import { LineEditor } from '../view/line-editor.js';
 
 /** The keys of line mode (observers, approvals, a stopped daemon): printable characters, or a named key. */
 export type Key = 'enter' | 'backspace' | 'ctrl-c' | 'ctrl-d' | 'ctrl-t' | 'ctrl-u' | 'ctrl-l';

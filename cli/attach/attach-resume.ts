@@ -8,8 +8,8 @@
 // meanwhile still waits for the grace to end, as before.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensurePrivateDir, isProcessAlive, resolvePaths } from '../discovery/index.js';
-import type { ControllerLease } from '../client/index.js';
+import { ensurePrivateDir, isProcessAlive, resolvePaths } from '../../discovery/index.js';
+import type { ControllerLease } from '../../client/index.js';
 
 export interface SavedAttachLease {
   sessionId: string;

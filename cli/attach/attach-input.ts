@@ -7,7 +7,7 @@
 //   c or Ctrl-C  cancel the turn       d or Ctrl-D  detach        t or Ctrl-T  take control
 //   l or Ctrl-L  redraw                ? or h       show the keys  the prefix again: send it literally
 // Anything else (Escape too) leaves prefix mode and is not sent.
-import { AstraError, MAX_COMMAND_INPUT_BYTES } from '../protocol/index.js';
+import { AstraError, MAX_COMMAND_INPUT_BYTES } from '../../protocol/index.js';
 
 export const DEFAULT_PREFIX_KEY = 'C-]';
 

@@ -4,8 +4,8 @@
 // noticed from the discovery record and the view reattaches to it on its own, resuming its stream
 // from the last seq it saw; Enter starts one from here. The daemon's notices about the session (a full
 // disk: session/notice) are shown here too, since the stream then looks stopped.
-import { readRecord, resolvePaths } from '../discovery/index.js';
-import type { AstraClient } from '../client/index.js';
+import { readRecord, resolvePaths } from '../../discovery/index.js';
+import type { AstraClient } from '../../client/index.js';
 import type { AttachControl } from './attach-control.js';
 
 export type ConnectionState = 'connected' | 'reconnecting' | 'stopped';

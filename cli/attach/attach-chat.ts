@@ -2,9 +2,9 @@
 // blocks printed as lines, the unfinished one the view's live part, drawn again in place for each
 // delta (attach-view.ts `setLive`), so lines break between words at the terminal's width and never
 // where a delta ended. Without a TTY nothing is drawn twice: blocks are printed as they end.
-import type { SessionEvent } from '../protocol/index.js';
+import type { SessionEvent } from '../../protocol/index.js';
 import type { AttachView } from './attach-view.js';
-import { StreamedAnswer, endsAnswer } from './chat-answer.js';
+import { StreamedAnswer, endsAnswer } from '../chat-answer.js';
 
 /** Rows kept free below a live part: the footer's two and one spare. */
 const FOOTER_ROWS = 3;

@@ -3,8 +3,8 @@
 // view, the controller's keys to it (InputSender), and its size — the controller's terminal less
 // the status row, sent with command/resize when a turn starts, when its command starts, when the
 // terminal is resized and when this terminal takes control.
-import type { AstraClient, ScreenSnapshot } from '../client/index.js';
-import { isAstraError } from '../protocol/index.js';
+import type { AstraClient, ScreenSnapshot } from '../../client/index.js';
+import { isAstraError } from '../../protocol/index.js';
 import { InputSender } from './attach-input.js';
 import type { AttachView } from './attach-view.js';
 

@@ -15,17 +15,16 @@
 // file order, and `size` (what readers may read) only counts bytes whose write has completed.
 // `onWritten` tells the owner when such an asynchronous write has completed.
 //
-// Elsewhere: the bytes (journal-format.ts), the scan at open that tells a torn tail from damage
-// (journal-scan.ts), catch-up reads (journal-read.ts). This file stays above ~400 lines on purpose:
-// queue, flush and sync share one piece of state (what is queued, what is written), and the hot
-// path (append into arenas, one write per tick) reads best in one place.
+// Elsewhere: the bytes (journal-format.ts), what is queued in memory and its arenas
+// (journal-queue.ts), the scan at open that tells a torn tail from damage (journal-scan.ts),
+// catch-up reads (journal-read.ts).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AstraError } from '../protocol/index.js';
 import { fsyncDirAsync } from '../durable/index.js';
 import { crc32 } from './crc32.js';
 import { directIOUsable, openDirect } from './direct-io.js';
-import { DirectWriter, fitsDirect, placeDirect, recordBuffers, type DirectRecord, type Queued } from './journal-direct-writer.js';
+import { DirectWriter, fitsDirect, recordBuffers, type DirectRecord, type Queued } from './journal-direct-writer.js';
 import {
   JOURNAL_FORMAT_VERSION,
   JOURNAL_HEADER_BYTES,
@@ -34,10 +33,11 @@ import {
   encodeRecord,
   kindCrc,
   writeAllSync,
-  writePad,
   writeRecordHead,
   type ScannedRecord,
 } from './journal-format.js';
+import { asDiskFull, diskFull } from './disk-full.js';
+import { RecordQueue } from './journal-queue.js';
 import { readWritten } from './journal-read.js';
 import { openJournalFile, type JournalDamage } from './journal-scan.js';
 import type { JournalLogger } from './logger.js';
@@ -73,28 +73,10 @@ export interface JournalOpenOptions extends JournalWriteOptions {
   onDamage?(d: JournalDamage): void;
 }
 
-/** Records are queued in arenas of this size (a tick's worth of small events in one buffer). */
-const ARENA_BYTES = 256 * 1024;
-/** An arena started for a record bigger than a quarter of ARENA_BYTES (output chunks) has this size. */
-const BIG_ARENA_BYTES = 4 * 1024 * 1024;
 /** Records bigger than this get a buffer of their own. */
 const OWN_BUFFER_BYTES = 1024 * 1024;
 /** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously. */
 const MAX_QUEUED_BEHIND = 32 * 1024 * 1024;
-
-/** The disk_full error for `file` after `code` (ENOSPC or EDQUOT); `then` says what happens to the data. */
-function diskFull(file: string, code: string, then: string): AstraError {
-  const what = code === 'EDQUOT' ? 'the disk quota is exhausted (EDQUOT)' : 'the disk is full (ENOSPC)';
-  return new AstraError('disk_full', `${file}: ${what}; free space on its file system and retry — ${then}.`, { path: file });
-}
-
-/** `e` as disk_full when it is a full disk, else `e` itself. */
-function asDiskFull(e: unknown, file: string): unknown {
-  const code = (e as NodeJS.ErrnoException).code;
-  return code === 'ENOSPC' || code === 'EDQUOT' ? diskFull(file, code, 'nothing was created') : e;
-}
-
-const NO_ARENA = Buffer.alloc(0);
 
 export class SessionJournal {
   readonly file: string;
@@ -102,17 +84,12 @@ export class SessionJournal {
   /** Bytes on disk (written, maybe not yet fsynced). */
   private written: number;
   private synced: number;
-  /** Queued bytes in file order: buffers written through the page cache, and large records for the direct writer. */
-  private pending: Queued[] = [];
-  private pendingBytes = 0;
+  /** What is queued for the file, in order. */
+  private readonly queue = new RecordQueue();
   /** Writes large records with O_DIRECT; undefined when they go through the page cache. */
   private directWriter: DirectWriter | undefined;
   /** Called after an asynchronous write has completed and what was queued behind it was written, with the error if one failed. */
   onWritten: ((err?: Error) => void) | undefined;
-  // Allocated on the first append: a loaded session that writes nothing keeps no arena.
-  private arena: Buffer = NO_ARENA;
-  private arenaStart = 0;
-  private arenaEnd = 0;
   private syncing: Promise<void> | undefined;
   private closed = false;
   /** Set when a write failed for a reason waiting will not cure: every later write throws it. */
@@ -175,12 +152,12 @@ export class SessionJournal {
   }
 
   get hasPending(): boolean {
-    return this.pendingBytes > 0 || this.directWriter?.busy === true;
+    return this.queue.bytes > 0 || this.directWriter?.busy === true;
   }
 
   /** The file offset where the next appended record will go (a pad may come first). */
   get nextOffset(): number {
-    return this.written + (this.directWriter?.unfinishedBytes ?? 0) + this.pendingBytes;
+    return this.written + (this.directWriter?.unfinishedBytes ?? 0) + this.queue.bytes;
   }
 
   /** The damaged ranges found when the journal was opened, in file order (see JournalOpenOptions.onDamage). */
@@ -197,10 +174,18 @@ export class SessionJournal {
    * Where the last appended record's stored body is: bytes [lastStart, lastEnd) of lastBuf, followed
    * by all of lastExtra when that is set (a large payload kept by reference, see append).
    */
-  lastBuf: Buffer = Buffer.alloc(0);
-  lastStart = 0;
-  lastEnd = 0;
-  lastExtra: Buffer | undefined = undefined;
+  get lastBuf(): Buffer {
+    return this.queue.lastBuf;
+  }
+  get lastStart(): number {
+    return this.queue.lastStart;
+  }
+  get lastEnd(): number {
+    return this.queue.lastEnd;
+  }
+  get lastExtra(): Buffer | undefined {
+    return this.queue.lastExtra;
+  }
 
   // ---- queue ----
 
@@ -218,80 +203,21 @@ export class SessionJournal {
     if (this.failure) throw new AstraError('internal_error', `journal ${this.file} failed earlier: ${this.failure.message}`);
     const len = body.length + (payload ? payload.length : 0);
     const n = RECORD_HEADER_BYTES + 1 + len;
-    this.lastExtra = undefined;
-    if (n > OWN_BUFFER_BYTES) {
-      if (payload) {
-        const head = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
-        writeRecordHead(head, 0, kind, len, body);
-        head.writeUInt32BE(crc32(payload, crc32(body, kindCrc(kind))), 4);
-        const extra = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.length);
-        if (this.direct && fitsDirect(n)) this.queueDirect(head, extra, n);
-        else {
-          this.sealArena();
-          this.pending.push(head, extra);
-          this.pendingBytes += n;
-        }
-        this.lastBuf = head;
-        this.lastStart = RECORD_HEADER_BYTES + 1;
-        this.lastEnd = head.length;
-        this.lastExtra = extra;
-        return;
-      }
-      const rec = encodeRecord(kind, body);
-      this.sealArena();
-      this.pending.push(rec);
-      this.pendingBytes += n;
-      this.lastBuf = rec;
-      this.lastStart = RECORD_HEADER_BYTES + 1;
-      this.lastEnd = rec.length;
+    const q = this.queue;
+    if (n <= OWN_BUFFER_BYTES) return q.write(kind, body, payload, len, n);
+    if (payload) {
+      const head = Buffer.allocUnsafe(RECORD_HEADER_BYTES + 1 + body.length);
+      writeRecordHead(head, 0, kind, len, body);
+      head.writeUInt32BE(crc32(payload, crc32(body, kindCrc(kind))), 4);
+      const extra = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.length);
+      if (this.direct && fitsDirect(n)) q.pushDirect(this.nextOffset, head, extra, n);
+      else q.push(n, head, extra);
+      q.setLast(head, RECORD_HEADER_BYTES + 1, head.length, extra);
       return;
     }
-    this.pendingBytes += n;
-    if (this.arenaEnd + n > this.arena.length) {
-      this.sealArena();
-      // Output chunks of 64 KiB share 4 MiB arenas: one allocation per 64 of them, not one each.
-      this.arena = Buffer.allocUnsafeSlow(n > ARENA_BYTES / 4 ? BIG_ARENA_BYTES : ARENA_BYTES);
-      this.arenaStart = this.arenaEnd = 0;
-    }
-    const a = this.arena;
-    const at = this.arenaEnd;
-    writeRecordHead(a, at, kind, len, body);
-    // The checksum covers kind + body (+ payload): chained from the kind byte's CRC, no slicing.
-    let crc = crc32(body, kindCrc(kind));
-    if (payload) {
-      a.set(payload, at + 9 + body.length);
-      crc = crc32(payload, crc);
-    }
-    a.writeUInt32BE(crc, at + 4);
-    this.arenaEnd = at + n;
-    this.lastBuf = a;
-    this.lastStart = at + 9;
-    this.lastEnd = at + n;
-  }
-
-  /** Queues a large record for the direct writer at the next aligned offset, with the pad record before it in the arena (the one after it goes in its staging buffer). */
-  private queueDirect(head: Buffer, payload: Buffer, n: number): void {
-    const { before, bytes } = placeDirect(this.nextOffset, n);
-    if (before > 0) {
-      this.pendingBytes += before;
-      if (this.arenaEnd + before > this.arena.length) {
-        this.sealArena();
-        this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
-        this.arenaStart = this.arenaEnd = 0;
-      }
-      writePad(this.arena, this.arenaEnd, before);
-      this.arenaEnd += before;
-    }
-    this.sealArena();
-    this.pending.push({ at: this.nextOffset, head, payload, bytes });
-    this.pendingBytes += bytes;
-  }
-
-  private sealArena(): void {
-    if (this.arenaEnd > this.arenaStart) {
-      this.pending.push(this.arena.subarray(this.arenaStart, this.arenaEnd));
-      this.arenaStart = this.arenaEnd;
-    }
+    const rec = encodeRecord(kind, body);
+    q.push(n, rec);
+    q.setLast(rec, RECORD_HEADER_BYTES + 1, rec.length, undefined);
   }
 
   // ---- flush ----
@@ -306,24 +232,24 @@ export class SessionJournal {
    */
   flush(): void {
     if (this.blockedBy) throw this.blockedBy;
-    if (this.pendingBytes === 0) return;
+    if (this.queue.bytes === 0) return;
     if (this.failure) throw this.failure;
-    this.sealArena();
+    this.queue.seal();
     const dw = this.directWriter;
     if (dw?.busy) {
-      if (this.pendingBytes >= MAX_QUEUED_BEHIND) this.writeAhead(dw);
+      if (this.queue.bytes >= MAX_QUEUED_BEHIND) this.writeAhead(dw);
       return;
     }
     // Large records queued before direct I/O was refused go through the page cache with the rest.
-    const list = dw && !dw.usable ? this.pending.flatMap((x) => (Buffer.isBuffer(x) ? [x] : recordBuffers(x))) : this.pending;
+    const list = dw && !dw.usable ? this.queue.items.flatMap((x) => (Buffer.isBuffer(x) ? [x] : recordBuffers(x))) : this.queue.items;
     let k = 0;
     let n = 0;
     while (k < list.length && Buffer.isBuffer(list[k])) n += (list[k++] as Buffer).length;
     // Nothing leaves the queue before its write succeeded: a full disk must lose nothing.
     if (n > 0) this.guard(() => writeAllSync(this.fd, k === list.length ? (list as Buffer[]) : (list.slice(0, k) as Buffer[]), this.written), this.written);
     const large = list[k] as DirectRecord | undefined;
-    this.pending = large ? list.slice(k) : [];
-    this.pendingBytes -= n;
+    this.queue.items = large ? list.slice(k) : [];
+    this.queue.bytes -= n;
     this.written += n;
     if (large) this.startDirect(dw!, large);
   }
@@ -360,8 +286,8 @@ export class SessionJournal {
       this.guard(() => writeAllSync(this.fd, recordBuffers(d), d.at), d.at);
       this.written += d.bytes;
     }
-    this.pending.shift();
-    this.pendingBytes -= d.bytes;
+    this.queue.items.shift();
+    this.queue.bytes -= d.bytes;
     if (!dw.busy) this.flush();
   }
 
@@ -369,8 +295,8 @@ export class SessionJournal {
     if (err) {
       // Cuts off the record and what was written ahead of it; on a full disk they go back in the queue.
       if (this.writeFailed(err, this.written) === this.blockedBy) {
-        this.pending = [...items, ...this.pending];
-        this.pendingBytes += advanced;
+        this.queue.items = [...items, ...this.queue.items];
+        this.queue.bytes += advanced;
       }
     } else if (!this.failure) this.written += advanced;
     let failure = this.failure ?? this.blockedBy;
@@ -386,11 +312,11 @@ export class SessionJournal {
 
   /** Writes everything queued synchronously, past the direct write in flight and what was written ahead of it before. */
   private writeAhead(dw: DirectWriter): void {
-    const list = this.pending;
+    const list = this.queue.items;
     const at = this.written + dw.unfinishedBytes;
     this.guard(() => dw.writeAhead(list, at), at);
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.queue.items = [];
+    this.queue.bytes = 0;
   }
 
   /**

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS, STREAM_EVENTS, errorEnvelopeSchema, httpEventSchema, renderHttpSchema, type Endpoint } from '../../web/gateway/contract.js';
 import { matchRoute } from '../../web/gateway/routes.js';
+import type { Schema } from '../../protocol/index.js';
 import { ROOT, envFor, useTempHomes } from '../helpers/processes.js';
 import { openSse, pair, request, startWeb, stopAllWebs } from './gateway-helpers.js';
 
@@ -88,7 +89,7 @@ describe('the HTTP contract', () => {
     await s.next((f) => f.event === 'heartbeat');
     for (const f of s.frames) {
       if (f.id !== undefined) expect(httpEventSchema.check(f.data, f.event)).toBeUndefined();
-      else expect(STREAM_EVENTS[f.event]?.data.check(f.data, f.event), f.event).toBeUndefined();
+      else expect((STREAM_EVENTS as Record<string, { data: Schema<unknown> } | undefined>)[f.event]?.data.check(f.data, f.event), f.event).toBeUndefined();
     }
     s.close();
     const read = await request(g.port, 'GET', `/v1/sessions/${id}?limit=100`, o);

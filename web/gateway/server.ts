@@ -13,7 +13,7 @@ import { HttpError, sendError, sendJson } from './errors.js';
 import { LeaseStore } from './lease-store.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readLastPort, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
-import { matchRoute, refuseReadOnly } from './routes.js';
+import { matchRoute, refuseReadOnly, serveRoute } from './routes.js';
 import { checkDeclaredBody, checkHost, checkOrigin, clientErrorResponse, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
 import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
@@ -240,7 +240,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     if (found.route.endpoint.guarded) guard('Origin check', req, () => checkOrigin(req, ownOrigin));
     const tab = tabs.get(grant, tabId);
     if (found.route.endpoint.writes) refuseReadOnly(tab);
-    await found.route.handler({ req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);
+    await serveRoute(found.route, { req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);
   }
 
   function servePage(method: string, pathname: string, res: http.ServerResponse): void {

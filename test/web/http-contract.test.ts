@@ -40,6 +40,12 @@ describe('the HTTP contract', () => {
     expect(streamRows).toEqual(Object.keys(STREAM_EVENTS));
   });
 
+  it('reaches the page as types only: the built page holds none of the table', () => {
+    const bundle = fs.readFileSync(path.join(ROOT, 'dist', 'web', 'page', 'app.js'), 'utf8');
+    for (const e of ENDPOINTS) expect(bundle.includes(e.summary), `${e.method} ${e.path}`).toBe(false);
+    for (const [name, s] of Object.entries(STREAM_EVENTS)) expect(bundle.includes(s.summary), name).toBe(false);
+  });
+
   it('is what the router serves: every endpoint behind the cookie has a route, with its method', () => {
     for (const e of ENDPOINTS.filter((x) => x.auth)) {
       const found = matchRoute(e.method, e.path.replace('{id}', 'ses_x'));

@@ -47,6 +47,8 @@ export const errorEnvelopeSchema = obj({
   }),
 });
 
+export type ErrorEnvelope = Infer<typeof errorEnvelopeSchema>;
+
 const lease = obj({ sessionId: str(), epoch: int({ min: 0 }), resumeToken: str(), graceMs: int({ min: 0 }) });
 
 /** What the table says of one endpoint; its method and path are its key (`GET /v1/me`). */

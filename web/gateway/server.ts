@@ -18,7 +18,7 @@ import { checkDeclaredBody, checkHost, checkOrigin, clientErrorResponse, cookieV
 import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
 import { DEFAULT_TAB_LIMITS, Tabs, type TabLimits } from './tab-registry.js';
-import { TAB_ID } from './tabs.js';
+import { feedLink, TAB_ID } from './tabs.js';
 
 export const LOOPBACK = '127.0.0.1';
 const DEFAULT_MAX_CONNECTIONS = 128;
@@ -137,7 +137,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const leaseStore = new LeaseStore(webFiles(env).leases);
   const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, leaseStore);
   // One daemon subscription per session for all its streams; ASTRA_WEB_SHARED_FEEDS=0 gives each stream its own (for comparison).
-  const feeds = env.ASTRA_WEB_SHARED_FEEDS === '0' ? undefined : new SessionFeeds(env, ASTRA_VERSION, leaseStore);
+  const feeds = env.ASTRA_WEB_SHARED_FEEDS === '0' ? undefined : new SessionFeeds(feedLink(env, ASTRA_VERSION, leaseStore));
   const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
   const requestTimeoutMs = opts.requestTimeoutMs ?? envNumber(env, 'ASTRA_WEB_REQUEST_TIMEOUT_MS') ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const adminSecret = crypto.randomBytes(32).toString('base64url');

@@ -6,11 +6,9 @@
 // tick's and the last tick's); a stream that lags, or a feed that ends, goes back to a subscription
 // of its own from the stream's last seq, so each stream still gets every event once, in order.
 // Leases, approvals and the `reconnecting` frames stay each tab's own (tabs.ts).
-import type { Subscription } from '../../client/index.js';
+import type { AstraClient, ClientEvents, Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
-import type { LeaseStore } from './lease-store.js';
 import { FrameSlab, type FrameChunk } from './frame-slab.js';
-import { Tab } from './tabs.js';
 
 /** Frames of one tick past this many bytes are handed out at once. */
 const MAX_TICK_BYTES = 1024 * 1024;
@@ -27,11 +25,14 @@ const HOLD_BYTES = 1024 * 1024;
 const MAX_HOLD_MS = 1_000;
 
 /** The daemon's session/notice (a full disk), as AstraClient's 'notice' event gives it. */
-export interface SessionNotice {
-  sessionId: string;
-  reason: string;
-  message: string;
-  path?: string;
+export type SessionNotice = ClientEvents['notice'];
+
+/** The connection the feeds subscribe on (tabs.ts feedLink: a read-only client of the gateway's own). */
+export interface FeedLink {
+  daemon(): Promise<AstraClient>;
+  /** Told the daemon's session notices. */
+  onNotice: ((n: SessionNotice) => void) | undefined;
+  close(): Promise<void>;
 }
 
 /** What the feed needs from an event stream (sse.ts EventStream). */
@@ -80,7 +81,7 @@ class SessionFeed {
   constructor(
     readonly sessionId: string,
     sinceSeq: number,
-    private readonly link: Tab,
+    private readonly link: FeedLink,
     after: Promise<void> | undefined,
     private readonly onEnded: (feed: SessionFeed, closing: Promise<void>) => void,
   ) {
@@ -245,12 +246,9 @@ export class SessionFeeds {
   private readonly feeds = new Map<string, SessionFeed>();
   /** Feeds that ended and are unsubscribing: a new feed of the session waits for it. */
   private readonly closing = new Map<string, Promise<void>>();
-  private readonly link: Tab;
   private closed = false;
 
-  constructor(env: NodeJS.ProcessEnv, clientVersion: string, leaseStore: LeaseStore) {
-    // A read-only client of the gateway's own: it holds no lease and is offered no approvals.
-    this.link = new Tab('gateway:feed', 'feed', { id: 'gateway', readOnly: true }, env, clientVersion, 0, leaseStore, undefined, 'astra web feed');
+  constructor(private readonly link: FeedLink) {
     // A full disk is told to the feed's subscription: every stream that joined it passes it on.
     this.link.onNotice = (n) => {
       for (const m of this.feeds.get(n.sessionId)?.members ?? []) m.sessionNotice(n);

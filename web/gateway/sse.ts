@@ -10,7 +10,7 @@ import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
 import type { FeedMember, SessionFeed, SessionFeeds, SessionNotice } from './session-feed.js';
 import { eventFrame, streamFrame as frame } from './sse-frames.js';
-import type { Tab } from './tabs.js';
+import type { Tab, TabStream } from './tabs.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
@@ -23,7 +23,7 @@ export interface StreamOptions {
   feeds?: SessionFeeds;
 }
 
-export class EventStream implements FeedMember {
+export class EventStream implements FeedMember, TabStream {
   private sub: Subscription | undefined;
   /** Which subscription's callbacks count: a subscription closed or replaced is ignored from then on. */
   private subGen = 0;

@@ -32,7 +32,7 @@ export interface RouteRequest<K extends AuthRoute> {
 type Handler<K extends AuthRoute> = (ctx: RouteContext, request: RouteRequest<K>) => Promise<ResponseOf<K> extends undefined ? void : ResponseOf<K>>;
 
 /** One handler for each route of the contract behind the cookie: a missing, extra or mistyped one does not compile. */
-type Handlers = { [K in AuthRoute]: Handler<K> };
+export type Handlers = { [K in AuthRoute]: Handler<K> };
 
 interface Route {
   endpoint: Endpoint;

@@ -1,5 +1,7 @@
-// The /v1 endpoints a paired tab may call (docs/http.md §Endpoints). Each handler takes the tab and
-// the request, calls the tab's own AstraClient, and answers JSON; the server does the checks first.
+// The /v1 endpoints a paired tab may call (docs/http.md §Endpoints), one handler per route of the
+// contract's table (contract.ts), typed from it. The server does the checks first (Host, cookie,
+// Origin, read-only); serveRoute reads and checks the body, calls the handler with the tab, and sends
+// its answer as JSON with the route's status; a handler calls the tab's own AstraClient.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import crypto from 'node:crypto';
 import { AstraError, EVENT_TYPES, isAstraError, type Session } from '../../protocol/index.js';

@@ -62,7 +62,6 @@ function cycles(g: Map<string, string[]>): string[][] {
 const KNOWN = [
   'pty/pty-command.ts ⇄ pty/pty-drain.ts',
   'client/calls.ts ⇄ client/leases.ts',
-  'web/gateway/session-feed.ts ⇄ web/gateway/sse.ts ⇄ web/gateway/tabs.ts',
 ];
 
 describe('imports inside a folder', () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS, STREAM_EVENTS, errorEnvelopeSchema, httpEventSchema, renderHttpSchema, type Endpoint } from '../../web/gateway/contract.js';
 import { matchRoute } from '../../web/gateway/routes.js';
+import type { Schema } from '../../protocol/index.js';
 import { ROOT, envFor, useTempHomes } from '../helpers/processes.js';
 import { openSse, pair, request, startWeb, stopAllWebs } from './gateway-helpers.js';
 
@@ -37,6 +38,12 @@ describe('the HTTP contract', () => {
     expect(rows).toEqual(ENDPOINTS.map((e) => `${e.method} ${e.path}`));
     const streamRows = [...DOC.matchAll(/^\| `([a-z]+)` \| /gm)].map((m) => m[1]);
     expect(streamRows).toEqual(Object.keys(STREAM_EVENTS));
+  });
+
+  it('reaches the page as types only: the built page holds none of the table', () => {
+    const bundle = fs.readFileSync(path.join(ROOT, 'dist', 'web', 'page', 'app.js'), 'utf8');
+    for (const e of ENDPOINTS) expect(bundle.includes(e.summary), `${e.method} ${e.path}`).toBe(false);
+    for (const [name, s] of Object.entries(STREAM_EVENTS)) expect(bundle.includes(s.summary), name).toBe(false);
   });
 
   it('is what the router serves: every endpoint behind the cookie has a route, with its method', () => {
@@ -88,7 +95,7 @@ describe('the HTTP contract', () => {
     await s.next((f) => f.event === 'heartbeat');
     for (const f of s.frames) {
       if (f.id !== undefined) expect(httpEventSchema.check(f.data, f.event)).toBeUndefined();
-      else expect(STREAM_EVENTS[f.event]?.data.check(f.data, f.event), f.event).toBeUndefined();
+      else expect((STREAM_EVENTS as Record<string, { data: Schema<unknown> } | undefined>)[f.event]?.data.check(f.data, f.event), f.event).toBeUndefined();
     }
     s.close();
     const read = await request(g.port, 'GET', `/v1/sessions/${id}?limit=100`, o);

@@ -16,12 +16,15 @@ import {
   opt,
   sessionSchema,
   str,
+  type Infer,
   type JsonSchema,
   type Schema,
 } from '../../protocol/index.js';
-import { MAX_BODY_BYTES } from './security.js';
 
 export const HTTP_CONTRACT_VERSION = 1;
+
+/** The wire protocol's bound on a client frame; the same for an HTTP body. */
+export const MAX_BODY_BYTES = 128 * 1024;
 
 const sessionView = obj(
   { ...sessionSchema.shape, observers: int({ min: 0 }), controlledByMe: bool() },
@@ -44,11 +47,12 @@ export const errorEnvelopeSchema = obj({
   }),
 });
 
+export type ErrorEnvelope = Infer<typeof errorEnvelopeSchema>;
+
 const lease = obj({ sessionId: str(), epoch: int({ min: 0 }), resumeToken: str(), graceMs: int({ min: 0 }) });
 
-export interface Endpoint {
-  method: 'GET' | 'POST' | 'DELETE';
-  path: string;
+/** What the table says of one endpoint; its method and path are its key (`GET /v1/me`). */
+export interface EndpointSpec {
   summary: string;
   /** Needs the pairing cookie. */
   auth: boolean;
@@ -56,18 +60,21 @@ export interface Endpoint {
   guarded: boolean;
   /** Refused (403 not_controller) for a read-only link. */
   writes: boolean;
-  query?: Record<string, string>;
-  request?: Schema<unknown>;
+  /** The query parameters, each with what it holds. */
+  query?: Readonly<Record<string, string>>;
+  /** The JSON body (an object), checked by the router before the handler sees it; absent: no body is read. */
+  request?: Schema<unknown> & { readonly shape: object };
   status: number;
   /** The JSON body of a success, or undefined for the event stream. */
   response?: Schema<unknown>;
 }
 
-export const ENDPOINTS: Endpoint[] = [
-  { method: 'GET', path: '/v1/health', summary: 'Whether the gateway runs.', auth: false, guarded: false, writes: false, status: 200, response: obj({ ok: bool(), version: str(), port: int() }) },
-  {
-    method: 'POST',
-    path: '/v1/pair',
+type HttpMethod = 'GET' | 'POST' | 'DELETE';
+
+/** The endpoints, keyed by method and path. The router's handlers, the page's api() and the published schema follow it. */
+export const ROUTES = {
+  'GET /v1/health': { summary: 'Whether the gateway runs.', auth: false, guarded: false, writes: false, status: 200, response: obj({ ok: bool(), version: str(), port: int() }) },
+  'POST /v1/pair': {
     summary: 'Trades a single-use pairing code for the cookie (Set-Cookie: HttpOnly; SameSite=Strict; Path=/).',
     auth: false,
     guarded: true,
@@ -76,9 +83,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ paired: bool(), readOnly: bool() }),
   },
-  {
-    method: 'GET',
-    path: '/v1/me',
+  'GET /v1/me': {
     summary: 'Who this tab is on the daemon.',
     auth: true,
     guarded: false,
@@ -86,9 +91,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ clientId: str(), clientName: str(), tabId: str(), browser: str(), readOnly: bool() }),
   },
-  {
-    method: 'GET',
-    path: '/v1/capabilities',
+  'GET /v1/capabilities': {
     summary: 'What this gateway offers this tab.',
     auth: true,
     guarded: false,
@@ -105,9 +108,7 @@ export const ENDPOINTS: Endpoint[] = [
       streamEvents: arr(str()),
     }),
   },
-  {
-    method: 'GET',
-    path: '/v1/sessions',
+  'GET /v1/sessions': {
     summary: 'Sessions, newest first.',
     auth: true,
     guarded: false,
@@ -116,9 +117,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ sessions: arr(sessionView), nextCursor: opt(str()) }),
   },
-  {
-    method: 'POST',
-    path: '/v1/sessions',
+  'POST /v1/sessions': {
     summary: 'Creates a session.',
     auth: true,
     guarded: true,
@@ -135,9 +134,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 201,
     response: obj({ session: sessionView }),
   },
-  {
-    method: 'GET',
-    path: '/v1/sessions/{id}',
+  'GET /v1/sessions/{id}': {
     summary: 'A snapshot and its events after ?since= (at most ?limit=).',
     auth: true,
     guarded: false,
@@ -146,9 +143,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ session: sessionView, events: arr(httpEventSchema), headSeq: int({ min: 0 }), nextSeq: opt(int({ min: 0 })) }),
   },
-  {
-    method: 'GET',
-    path: '/v1/sessions/{id}/events',
+  'GET /v1/sessions/{id}/events': {
     summary: 'The event stream (SSE): the events after Last-Event-ID or ?since=, then live.',
     auth: true,
     guarded: true,
@@ -156,9 +151,7 @@ export const ENDPOINTS: Endpoint[] = [
     query: { since: 'a seq (Last-Event-ID wins)', tab: 'the tab id (EventSource cannot send X-Astra-Tab)' },
     status: 200,
   },
-  {
-    method: 'POST',
-    path: '/v1/sessions/{id}/messages',
+  'POST /v1/sessions/{id}/messages': {
     summary: 'Starts a turn (this tab must control the session). The same idempotencyKey never starts a second one.',
     auth: true,
     guarded: true,
@@ -167,9 +160,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 202,
     response: obj({ turnId: str(), idempotencyKey: str() }),
   },
-  {
-    method: 'POST',
-    path: '/v1/sessions/{id}/cancel',
+  'POST /v1/sessions/{id}/cancel': {
     summary: 'Cancels the running turn; idempotent (status "none" when nothing runs).',
     auth: true,
     guarded: true,
@@ -178,9 +169,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ turnId: opt(str()), status: str() }),
   },
-  {
-    method: 'POST',
-    path: '/v1/sessions/{id}/lease',
+  'POST /v1/sessions/{id}/lease': {
     summary: 'Takes control: granted when free, lease_held when not; takeover demotes the holder; resumeToken reclaims within the grace period.',
     auth: true,
     guarded: true,
@@ -189,9 +178,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: lease,
   },
-  {
-    method: 'DELETE',
-    path: '/v1/sessions/{id}/lease',
+  'DELETE /v1/sessions/{id}/lease': {
     summary: 'Gives control up; idempotent (released: false when this tab held none).',
     auth: true,
     guarded: true,
@@ -199,9 +186,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ sessionId: str(), released: bool() }),
   },
-  {
-    method: 'POST',
-    path: '/v1/tab/release',
+  'POST /v1/tab/release': {
     summary:
       'The tab is going away (the page sends it with navigator.sendBeacon on pagehide): gives up control of every session it holds and closes its daemon connection. The tab is named by ?tab= (a beacon cannot send headers); no body.',
     auth: true,
@@ -212,9 +197,7 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ released: arr(str()) }),
   },
-  {
-    method: 'POST',
-    path: '/v1/approvals/{id}',
+  'POST /v1/approvals/{id}': {
     summary:
       'Answers a pending approval as the session\'s controller (the daemon\'s approval/answer). A stale revision or an expired approval is 409 approval_expired; one no longer pending (answered, withdrawn) is 404 not_found.',
     auth: true,
@@ -229,10 +212,38 @@ export const ENDPOINTS: Endpoint[] = [
     status: 200,
     response: obj({ approvalId: str(), sessionId: str(), decision: oneOf(DECISIONS), revision: int({ min: 1 }) }),
   },
-];
+} as const satisfies Record<`${HttpMethod} /v1/${string}`, EndpointSpec>;
+
+export type RouteKey = keyof typeof ROUTES;
+type SpecOf<K extends RouteKey> = (typeof ROUTES)[K];
+type PathOf<K extends RouteKey> = K extends `${string} ${infer P}` ? P : never;
+type ParamNames<P extends string> = P extends `${string}{${infer N}}${infer Rest}` ? N | ParamNames<Rest> : never;
+
+/** The `{name}` parts of a route's path, decoded. */
+export type PathParams<K extends RouteKey> = { [N in ParamNames<PathOf<K>>]: string };
+/** A route's JSON body as its schema admits it (after the router dropped fields sent as null, which mean absent), or undefined when it takes none. */
+export type RequestOf<K extends RouteKey> = SpecOf<K> extends { request: Schema<infer T> } ? T : undefined;
+/** A route's JSON answer, or undefined for the event stream. */
+export type ResponseOf<K extends RouteKey> = SpecOf<K> extends { response: Schema<infer T> } ? T : undefined;
+/** The names of a route's query parameters. */
+export type QueryOf<K extends RouteKey> = SpecOf<K> extends { query: infer Q } ? keyof Q & string : never;
+/** The routes behind the pairing cookie, which routes.ts serves. */
+export type AuthRoute = { [K in RouteKey]: SpecOf<K>['auth'] extends true ? K : never }[RouteKey];
+
+export interface Endpoint extends EndpointSpec {
+  key: RouteKey;
+  method: HttpMethod;
+  path: string;
+}
+
+/** The table as a list, in its order. */
+export const ENDPOINTS: readonly Endpoint[] = Object.entries(ROUTES).map(([key, spec]: [string, EndpointSpec]) => {
+  const [method, path] = key.split(' ') as [HttpMethod, string];
+  return { key: key as RouteKey, method, path, ...spec };
+});
 
 /** Events of the SSE stream that are not session events (no `id:`, so Last-Event-ID stays the last seq). */
-export const STREAM_EVENTS: Record<string, { summary: string; data: Schema<unknown> }> = {
+export const STREAM_EVENTS = {
   open: { summary: 'The stream is open; sinceSeq is where it starts.', data: obj({ sessionId: str(), sinceSeq: int({ min: 0 }), heartbeatMs: int({ min: 1 }) }) },
   replayed: { summary: 'The backlog through throughSeq has been sent; what follows is live.', data: obj({ throughSeq: int({ min: 0 }) }) },
   heartbeat: { summary: 'Sent every heartbeatMs (15 s by default) so proxies and the page notice a dead stream.', data: obj({ ts: int({ min: 0 }), lastSeq: int({ min: 0 }) }) },
@@ -246,7 +257,12 @@ export const STREAM_EVENTS: Record<string, { summary: string; data: Schema<unkno
     data: obj({ reason: str(), message: str(), path: opt(str()), lastSeq: int({ min: 0 }) }),
   },
   error: { summary: 'The stream failed and ends; data is the error envelope. Reconnect with Last-Event-ID.', data: errorEnvelopeSchema },
-};
+} satisfies Record<string, { summary: string; data: Schema<unknown> }>;
+
+export type StreamEventName = keyof typeof STREAM_EVENTS;
+export type StreamEventData<N extends StreamEventName> = Infer<(typeof STREAM_EVENTS)[N]['data']>;
+/** A session event as JSON (httpEventSchema): its data is an open map. */
+export type HttpEvent = Omit<Infer<typeof httpEventSchema>, 'data'> & { data: Record<string, unknown> };
 
 export function buildHttpSchema(): JsonSchema {
   const endpoints: JsonSchema = {};

@@ -3,10 +3,8 @@
 // and the response headers that keep the page from being framed or sniffed.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AstraError } from '../../protocol/index.js';
+import { MAX_BODY_BYTES } from './contract.js';
 import { HttpError, toEnvelope } from './errors.js';
-
-/** The wire protocol's bound on a client frame; the same for an HTTP body. */
-export const MAX_BODY_BYTES = 128 * 1024;
 
 /**
  * Headers on every response; the page's CSP allows only what the gateway itself serves. Scripts come

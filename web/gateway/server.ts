@@ -13,12 +13,12 @@ import { HttpError, sendError, sendJson } from './errors.js';
 import { LeaseStore } from './lease-store.js';
 import { Pairing, DEFAULT_CODE_TTL_MS } from './pairing.js';
 import { prepareDir, readLastPort, readWebRecord, removeWebRecord, webFiles, writeWebRecord } from './record.js';
-import { matchRoute, refuseReadOnly } from './routes.js';
+import { matchRoute, refuseReadOnly, serveRoute } from './routes.js';
 import { checkDeclaredBody, checkHost, checkOrigin, clientErrorResponse, cookieValue, readJsonBody, setSecurityHeaders } from './security.js';
 import { SessionFeeds } from './session-feed.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_BUFFERED } from './sse.js';
 import { DEFAULT_TAB_LIMITS, Tabs, type TabLimits } from './tab-registry.js';
-import { TAB_ID } from './tabs.js';
+import { feedLink, TAB_ID } from './tabs.js';
 
 export const LOOPBACK = '127.0.0.1';
 const DEFAULT_MAX_CONNECTIONS = 128;
@@ -137,7 +137,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const leaseStore = new LeaseStore(webFiles(env).leases);
   const tabs = new Tabs(env, ASTRA_VERSION, { ...DEFAULT_TAB_LIMITS, ...opts.tabLimits }, leaseStore);
   // One daemon subscription per session for all its streams; ASTRA_WEB_SHARED_FEEDS=0 gives each stream its own (for comparison).
-  const feeds = env.ASTRA_WEB_SHARED_FEEDS === '0' ? undefined : new SessionFeeds(env, ASTRA_VERSION, leaseStore);
+  const feeds = env.ASTRA_WEB_SHARED_FEEDS === '0' ? undefined : new SessionFeeds(feedLink(env, ASTRA_VERSION, leaseStore));
   const maxConnections = opts.maxConnections ?? envNumber(env, 'ASTRA_WEB_MAX_CONNECTIONS') ?? DEFAULT_MAX_CONNECTIONS;
   const requestTimeoutMs = opts.requestTimeoutMs ?? envNumber(env, 'ASTRA_WEB_REQUEST_TIMEOUT_MS') ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const adminSecret = crypto.randomBytes(32).toString('base64url');
@@ -240,7 +240,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     if (found.route.endpoint.guarded) guard('Origin check', req, () => checkOrigin(req, ownOrigin));
     const tab = tabs.get(grant, tabId);
     if (found.route.endpoint.writes) refuseReadOnly(tab);
-    await found.route.handler({ req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);
+    await serveRoute(found.route, { req, res, url, tab, tabs, stream, version: ASTRA_VERSION }, found.params);
   }
 
   function servePage(method: string, pathname: string, res: http.ServerResponse): void {

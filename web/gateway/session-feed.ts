@@ -6,11 +6,9 @@
 // tick's and the last tick's); a stream that lags, or a feed that ends, goes back to a subscription
 // of its own from the stream's last seq, so each stream still gets every event once, in order.
 // Leases, approvals and the `reconnecting` frames stay each tab's own (tabs.ts).
-import type { Subscription } from '../../client/index.js';
+import type { AstraClient, ClientEvents, Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
-import type { LeaseStore } from './lease-store.js';
 import { FrameSlab, type FrameChunk } from './frame-slab.js';
-import { Tab } from './tabs.js';
 
 /** Frames of one tick past this many bytes are handed out at once. */
 const MAX_TICK_BYTES = 1024 * 1024;
@@ -27,11 +25,14 @@ const HOLD_BYTES = 1024 * 1024;
 const MAX_HOLD_MS = 1_000;
 
 /** The daemon's session/notice (a full disk), as AstraClient's 'notice' event gives it. */
-export interface SessionNotice {
-  sessionId: string;
-  reason: string;
-  message: string;
-  path?: string;
+export type SessionNotice = ClientEvents['notice'];
+
+/** The connection the feeds subscribe on (tabs.ts feedLink: a read-only client of the gateway's own). */
+export interface FeedLink {
+  daemon(): Promise<AstraClient>;
+  /** Told the daemon's session notices. */
+  onNotice: ((n: SessionNotice) => void) | undefined;
+  close(): Promise<void>;
 }
 
 /** What the feed needs from an event stream (sse.ts EventStream). */
@@ -45,8 +46,8 @@ export interface FeedMember {
   readonly buffered: number;
   /** The stream held the feed too long: it leaves and lags on its own. */
   evict(): void;
-  /** The feed takes over from here: the stream stops its own subscription. */
-  joined(): void;
+  /** `feed` takes over from here: the stream stops its own subscription. */
+  joined(feed: SessionFeed): void;
   /** The frames of the events after `position`, through `lastSeq`: written as they are. */
   writeShared(bytes: Buffer, lastSeq: number): void;
   /** An approval request among the frames written next (the tab remembers its session). */
@@ -59,7 +60,15 @@ export interface FeedMember {
   sessionNotice(n: SessionNotice): void;
 }
 
+/**
+ * Where a feed stands: `open` (subscribed, or subscribing: `sub` is set once the daemon answered),
+ * `held` (flow control stopped the subscription until every stream drained, or `timer` ends the
+ * hold), `ended` (closed: its subscription is being stopped, nobody joins it any more).
+ */
+type FeedState = { kind: 'open' } | { kind: 'held'; timer: NodeJS.Timeout } | { kind: 'ended' };
+
 class SessionFeed {
+  private state: FeedState = { kind: 'open' };
   private sub: Subscription | undefined;
   private readonly slab: FrameSlab;
   /** The last tick's frames, for a stream that joins a little behind. */
@@ -69,10 +78,7 @@ class SessionFeed {
   readonly members = new Set<FeedMember>();
   private readonly waiting = new Set<FeedMember>();
   private flushScheduled = false;
-  private ended = false;
   private daemonLags = 0;
-  /** Held for flow control (the subscription is stopped) until this timer ends it, or every stream drained. */
-  private holdTimer: NodeJS.Timeout | undefined;
   /** The subscription being made or stopped: the next step waits for it (one subscription per session and connection). */
   private started: Promise<void>;
   private readonly flushNow = (): void => this.flush();
@@ -80,7 +86,7 @@ class SessionFeed {
   constructor(
     readonly sessionId: string,
     sinceSeq: number,
-    private readonly link: Tab,
+    private readonly link: FeedLink,
     after: Promise<void> | undefined,
     private readonly onEnded: (feed: SessionFeed, closing: Promise<void>) => void,
   ) {
@@ -89,20 +95,16 @@ class SessionFeed {
   }
 
   get subscribed(): boolean {
-    return this.sub !== undefined && !this.ended;
-  }
-
-  private get holding(): boolean {
-    return this.holdTimer !== undefined;
+    return this.sub !== undefined && this.state.kind !== 'ended';
   }
 
   /** Subscribes from the last seq framed, once `after` (the previous subscription's end) is done. */
   private subscribe(after: Promise<void> | undefined): Promise<void> {
     return (async () => {
       await after;
-      if (this.ended || this.holding) return;
+      if (this.state.kind !== 'open') return;
       const client = await this.link.daemon();
-      if (this.ended || this.holding) return;
+      if (this.state.kind !== 'open') return;
       // Callbacks of a subscription that is no longer the feed's (held, replaced) are ignored.
       let sub: Subscription | undefined;
       sub = await client.subscribe(this.sessionId, {
@@ -118,7 +120,7 @@ class SessionFeed {
         },
       });
       this.daemonLags = sub.lagCount;
-      if (this.ended || this.holding) await sub.close().catch(() => undefined);
+      if (this.state.kind !== 'open') await sub.close().catch(() => undefined);
       else this.sub = sub;
     })().catch(() => this.fail());
   }
@@ -131,13 +133,13 @@ class SessionFeed {
 
   /** Joins a waiting stream when its last seq is within the frames held: the last tick's or this one's. */
   tryJoin(m: FeedMember): boolean {
-    if (this.ended || !this.waiting.has(m)) return false;
+    if (this.state.kind === 'ended' || !this.waiting.has(m)) return false;
     const p = m.position;
     const oldest = this.prev ? this.prev.afterSeq : this.slab.takenSeq;
     if (p < oldest || p > this.slab.lastSeq) return false;
     this.waiting.delete(m);
     this.members.add(m);
-    m.joined();
+    m.joined(this);
     // Behind by part of the last tick: its rest now; this tick's frames come with everyone's.
     if (this.prev && p < this.prev.lastSeq) m.writeShared(this.prev.from(p), this.prev.lastSeq);
     return true;
@@ -150,7 +152,7 @@ class SessionFeed {
   }
 
   private onEvent(e: SessionEvent): void {
-    if (this.ended || e.seq <= this.slab.lastSeq) return;
+    if (this.state.kind === 'ended' || e.seq <= this.slab.lastSeq) return;
     this.slab.append(e);
     if (e.type === 'approval.requested') this.approvals.push(e);
     if (this.slab.pendingBytes > MAX_TICK_BYTES) this.flush();
@@ -162,7 +164,7 @@ class SessionFeed {
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.ended) return;
+    if (this.state.kind === 'ended') return;
     const chunk = this.slab.take();
     if (chunk) {
       const approvals = this.approvals;
@@ -174,7 +176,7 @@ class SessionFeed {
         m.writeShared(chunk.from(from), chunk.lastSeq);
       }
       this.prev = chunk;
-      if (!this.holding && this.members.size > 1 && this.behind(HOLD_BYTES).length > 0) this.hold();
+      if (this.state.kind === 'open' && this.members.size > 1 && this.behind(HOLD_BYTES).length > 0) this.hold();
     }
     for (const m of this.waiting) this.tryJoin(m);
   }
@@ -186,7 +188,7 @@ class SessionFeed {
 
   /** A stream is far behind: stop the subscription until every stream has drained (or MAX_HOLD_MS). */
   private hold(): void {
-    this.holdTimer = setTimeout(() => this.resume(true), MAX_HOLD_MS);
+    this.state = { kind: 'held', timer: setTimeout(() => this.resume(true), MAX_HOLD_MS) };
     this.started = this.dropSub();
   }
 
@@ -201,13 +203,13 @@ class SessionFeed {
 
   /** A stream's socket drained: go on once all have. */
   drained(): void {
-    if (this.holding && this.behind(HOLD_BYTES / 4).length === 0) this.resume(false);
+    if (this.state.kind === 'held' && this.behind(HOLD_BYTES / 4).length === 0) this.resume(false);
   }
 
   private resume(evict: boolean): void {
-    if (!this.holding || this.ended) return;
-    clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
+    if (this.state.kind !== 'held') return;
+    clearTimeout(this.state.timer);
+    this.state = { kind: 'open' };
     if (evict) for (const m of this.behind(HOLD_BYTES / 4)) m.evict();
     if (this.members.size === 0 && this.waiting.size === 0) return this.close();
     this.started = this.subscribe(this.started);
@@ -223,17 +225,16 @@ class SessionFeed {
 
   /** The subscription failed (or could not be made): every stream goes on with a subscription of its own. */
   private fail(): void {
-    if (this.ended) return;
+    if (this.state.kind === 'ended') return;
     const all = [...this.members, ...this.waiting];
     this.close();
     for (const m of all) m.feedLost();
   }
 
   close(): void {
-    if (this.ended) return;
-    this.ended = true;
-    if (this.holdTimer) clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
+    if (this.state.kind === 'ended') return;
+    if (this.state.kind === 'held') clearTimeout(this.state.timer);
+    this.state = { kind: 'ended' };
     this.members.clear();
     this.waiting.clear();
     this.onEnded(this, this.dropSub());
@@ -245,12 +246,9 @@ export class SessionFeeds {
   private readonly feeds = new Map<string, SessionFeed>();
   /** Feeds that ended and are unsubscribing: a new feed of the session waits for it. */
   private readonly closing = new Map<string, Promise<void>>();
-  private readonly link: Tab;
   private closed = false;
 
-  constructor(env: NodeJS.ProcessEnv, clientVersion: string, leaseStore: LeaseStore) {
-    // A read-only client of the gateway's own: it holds no lease and is offered no approvals.
-    this.link = new Tab('gateway:feed', 'feed', { id: 'gateway', readOnly: true }, env, clientVersion, 0, leaseStore, undefined, 'astra web feed');
+  constructor(private readonly link: FeedLink) {
     // A full disk is told to the feed's subscription: every stream that joined it passes it on.
     this.link.onNotice = (n) => {
       for (const m of this.feeds.get(n.sessionId)?.members ?? []) m.sessionNotice(n);

@@ -7,9 +7,10 @@
 // It gives the very bytes the generic path gives (test/web/sse-frames.test.ts); anything it does
 // not recognise exactly takes the generic path.
 import type { SessionEvent } from '../../protocol/index.js';
+import type { HttpEvent, StreamEventData, StreamEventName } from './contract.js';
 
 /** An event as JSON: bytes (command output) become base64, with the encoding named beside them. */
-export function eventToJson(event: SessionEvent): Record<string, unknown> {
+export function eventToJson(event: SessionEvent): HttpEvent {
   const data = event.data as Record<string, unknown>;
   let jsonData: Record<string, unknown> = data;
   if (data && data.data instanceof Uint8Array) {
@@ -20,7 +21,7 @@ export function eventToJson(event: SessionEvent): Record<string, unknown> {
 }
 
 /** A frame of the stream's own events (no `id:`, so Last-Event-ID stays the last seq). */
-export function streamFrame(event: string, data: unknown): string {
+export function streamFrame<N extends StreamEventName>(event: N, data: StreamEventData<N>): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 

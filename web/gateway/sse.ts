@@ -10,7 +10,7 @@ import type { SessionEvent } from '../../protocol/index.js';
 import { toEnvelope } from './errors.js';
 import type { FeedMember, SessionFeed, SessionFeeds, SessionNotice } from './session-feed.js';
 import { eventFrame, streamFrame as frame } from './sse-frames.js';
-import type { Tab } from './tabs.js';
+import type { Tab, TabStream } from './tabs.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
@@ -23,26 +23,38 @@ export interface StreamOptions {
   feeds?: SessionFeeds;
 }
 
-export class EventStream implements FeedMember {
+/**
+ * Where a stream stands, the one state it has:
+ * - `own`: its tab's subscription delivers (the catch-up, or live when there is no feed to join);
+ * - `waiting`: live on its own subscription, it asked `feed` to take over (joined once its last seq
+ *   is within the feed's frames);
+ * - `joined`: `feed` delivers; its own subscription is stopped;
+ * - `lagging`: the browser reads too slowly; nothing delivers until the socket drains;
+ * - `awaitingDaemon`: the tab's daemon connection is down; it subscribes once it is back;
+ * - `stopped`: ended.
+ */
+type StreamState =
+  | { kind: 'own' }
+  | { kind: 'waiting'; feed: SessionFeed }
+  | { kind: 'joined'; feed: SessionFeed }
+  | { kind: 'lagging' }
+  | { kind: 'awaitingDaemon' }
+  | { kind: 'stopped' };
+
+export class EventStream implements FeedMember, TabStream {
+  private state: StreamState = { kind: 'own' };
   private sub: Subscription | undefined;
   /** Which subscription's callbacks count: a subscription closed or replaced is ignored from then on. */
   private subGen = 0;
   /** The unsubscribe of the last own subscription, which the next one waits for. */
   private closingSub: Promise<void> | undefined;
-  /** The session's feed: asked to join (`waiting`), or delivering this stream's events (`joined`). */
-  private feed: SessionFeed | undefined;
-  private feedState: 'none' | 'waiting' | 'joined' = 'none';
   private lastSent: number;
   /** The reason of the last `notice` frame written (the tab's and the feed's subscriptions may both pass one on). */
   private lastNotice: string | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
-  private stopped = false;
-  private lagging = false;
   private lagCount = 0;
   private daemonLags = 0;
   private subscribing: Promise<void> | undefined;
-  /** Opened while the daemon was down: the subscription starts at daemonReconnected. */
-  private awaitingDaemon = false;
   /** Frames of this tick, written as one chunk (one write per frame cost ~3× the throughput). */
   private pending: string[] = [];
   /** Their exact UTF-8 size, so that flush copies each once into one buffer (no joined string, no conversion at the socket). */
@@ -60,6 +72,17 @@ export class EventStream implements FeedMember {
   ) {
     this.lastSent = sinceSeq;
     this.done = new Promise((r) => (this.finish = r));
+  }
+
+  private get stopped(): boolean {
+    return this.state.kind === 'stopped';
+  }
+
+  /** Moves to `next`; a stream that was in a feed (`waiting`, `joined`) leaves it. */
+  private moveTo(next: StreamState): void {
+    const was = this.state;
+    this.state = next;
+    if (was.kind === 'waiting' || was.kind === 'joined') was.feed.leave(this);
   }
 
   /** Resolves when the stream has ended and its subscription is closed. */
@@ -82,7 +105,7 @@ export class EventStream implements FeedMember {
 
   /** FeedMember: this stream held the feed too long; it leaves it and lags on its own. */
   evict(): void {
-    if (!this.lagging && !this.stopped) this.startLagging();
+    this.startLagging();
   }
 
   async start(): Promise<void> {
@@ -101,7 +124,7 @@ export class EventStream implements FeedMember {
     // Opened while the daemon is down: say so now, and subscribe once the tab's client is back.
     const down = this.tab.down;
     if (down) {
-      this.awaitingDaemon = true;
+      this.state = { kind: 'awaitingDaemon' };
       this.daemonDisconnected(down.reason, down.daemonShuttingDown);
       return;
     }
@@ -159,22 +182,15 @@ export class EventStream implements FeedMember {
   }
 
   private joinFeed(): void {
-    if (!this.opts.feeds || this.feedState !== 'none' || this.lagging || this.stopped) return;
-    this.feedState = 'waiting';
-    this.feed = this.opts.feeds.want(this);
-    if (!this.feed) this.feedState = 'none';
-  }
-
-  private leaveFeed(): void {
-    const feed = this.feed;
-    this.feed = undefined;
-    this.feedState = 'none';
-    feed?.leave(this);
+    if (!this.opts.feeds || this.state.kind !== 'own') return;
+    // The feed may take the stream at once (joined), before it answers.
+    const feed = this.opts.feeds.want(this);
+    if (feed && this.state.kind === 'own') this.state = { kind: 'waiting', feed };
   }
 
   /** FeedMember: the feed delivers this stream's events from here on. */
-  joined(): void {
-    this.feedState = 'joined';
+  joined(feed: SessionFeed): void {
+    this.state = { kind: 'joined', feed };
     this.dropSub();
   }
 
@@ -204,29 +220,32 @@ export class EventStream implements FeedMember {
 
   /** More than maxBuffered waits in the socket: the browser reads too slowly. */
   private checkLag(): void {
-    if (!this.lagging && this.res.writableLength > this.opts.maxBuffered) this.startLagging();
+    if (this.res.writableLength > this.opts.maxBuffered) this.startLagging();
   }
 
   /** FeedMember: the feed ended; a joined stream goes on with its own subscription from its last seq. */
   feedLost(): void {
-    const wasJoined = this.feedState === 'joined';
-    this.feed = undefined;
-    this.feedState = 'none';
-    if (!wasJoined || this.stopped || this.lagging || this.awaitingDaemon) return;
+    const was = this.state.kind;
+    // A waiting stream still reads through its own subscription.
+    if (was === 'waiting') this.state = { kind: 'own' };
+    if (was !== 'joined') return;
     // The daemon is down (stopped, restarting): subscribe once the tab's client is back.
-    if (this.tab.down) this.awaitingDaemon = true;
-    else this.subscribe().catch((e: unknown) => this.fail(e));
+    if (this.tab.down) this.state = { kind: 'awaitingDaemon' };
+    else {
+      this.state = { kind: 'own' };
+      this.subscribe().catch((e: unknown) => this.fail(e));
+    }
   }
 
   private onEvent(e: SessionEvent): void {
-    if (this.stopped || this.lagging || e.seq <= this.lastSent) return;
+    if (this.state.kind === 'stopped' || this.state.kind === 'lagging' || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
     if (e.type === 'approval.requested') this.noteApproval(e);
     // A command.output frame by the template is ASCII: its length is its size.
     const f = eventFrame(e);
     this.write(f.text, f.ascii);
     if (this.pendingBytes > 1024 * 1024) this.flush();
-    if (this.feedState === 'waiting') this.feed!.tryJoin(this);
+    if (this.state.kind === 'waiting') this.state.feed.tryJoin(this);
   }
 
   private write(text: string, ascii = false): void {
@@ -253,15 +272,16 @@ export class EventStream implements FeedMember {
 
   /** The browser reads slower than the session: leave the feed, stop the subscription, until the socket drains. */
   private startLagging(): void {
-    this.lagging = true;
-    this.leaveFeed();
+    if (this.state.kind === 'lagging' || this.state.kind === 'stopped') return;
+    this.moveTo({ kind: 'lagging' });
     this.dropSub();
   }
 
   private onDrain(): void {
-    if (this.stopped) return;
-    if (!this.lagging) return this.feed?.drained();
-    this.lagging = false;
+    const s = this.state;
+    if (s.kind === 'waiting' || s.kind === 'joined') return s.feed.drained();
+    if (s.kind !== 'lagging') return;
+    this.state = { kind: 'own' };
     this.lagCount++;
     this.write(frame('lagged', { resumeFromSeq: this.lastSent, lagCount: this.lagCount }));
     this.subscribe()
@@ -282,8 +302,8 @@ export class EventStream implements FeedMember {
   /** The tab's client reconnected; its subscription (or the feed's) resumes after lastSeq by itself, nothing is skipped. */
   daemonReconnected(daemonRestarted: boolean, attempts: number): void {
     this.write(frame('reconnected', { daemonRestarted, attempts, lastSeq: this.lastSent }));
-    if (!this.awaitingDaemon || this.stopped) return;
-    this.awaitingDaemon = false;
+    if (this.state.kind !== 'awaitingDaemon') return;
+    this.state = { kind: 'own' };
     this.subscribe().catch((e: unknown) => this.fail(e));
   }
 
@@ -300,8 +320,7 @@ export class EventStream implements FeedMember {
   stop(): void {
     if (this.stopped) return;
     this.flush();
-    this.stopped = true;
-    this.leaveFeed();
+    this.moveTo({ kind: 'stopped' });
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.tab.streams.get(this.sessionId) === this) this.tab.streams.delete(this.sessionId);
     this.tab.streamEnded();

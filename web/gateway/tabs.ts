@@ -1,14 +1,12 @@
 // One browser tab = one client of the daemon (docs/http.md §Tabs): its own AstraClient connection,
 // hence its own client identity, lease and resume token, exactly like a terminal. This module owns a
 // tab's client, its leases and its pending approval prompts; tab-registry.ts the set of tabs and their limits.
-import { AstraClient, type ApprovalRequest, type ControllerLease } from '../../client/index.js';
+import { AstraClient, type ApprovalRequest, type ClientEvents, type ControllerLease } from '../../client/index.js';
 import { AstraError, isAstraError, type Decision } from '../../protocol/index.js';
 import { isProcessAlive, readRecord, resolvePaths } from '../../discovery/index.js';
 import { HttpError } from './errors.js';
 import type { LeaseStore } from './lease-store.js';
 import type { Grant } from './pairing.js';
-import type { SessionNotice } from './session-feed.js';
-import type { EventStream } from './sse.js';
 
 export const TAB_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -43,9 +41,22 @@ export interface DaemonDown {
   daemonShuttingDown: boolean;
 }
 
+/** The daemon's session/notice (a full disk), as AstraClient's 'notice' event gives it. */
+export type SessionNotice = ClientEvents['notice'];
+
+/** What a tab needs of its event streams (sse.ts EventStream): told of the daemon connection and of notices, and stopped. */
+export interface TabStream {
+  daemonDisconnected(reason: string, daemonShuttingDown: boolean): void;
+  daemonReconnected(daemonRestarted: boolean, attempts: number): void;
+  sessionNotice(n: SessionNotice): void;
+  stop(): void;
+  /** Resolves when the stream has ended and its subscription is closed. */
+  readonly ended: Promise<void>;
+}
+
 export class Tab {
-  readonly streams = new Map<string, EventStream>();
-  /** Told the daemon's session notices besides this tab's streams (the shared feed's link: session-feed.ts). */
+  readonly streams = new Map<string, TabStream>();
+  /** Told the daemon's session notices besides this tab's streams (the shared feeds' link: feedLink). */
   onNotice: ((n: SessionNotice) => void) | undefined;
   lastUsed = Date.now();
   private client: AstraClient | undefined;
@@ -310,4 +321,12 @@ export class Tab {
     this.client = undefined;
     if (client) await client.close().catch(() => undefined);
   }
+}
+
+/**
+ * The connection the gateway's shared feeds (session-feed.ts) subscribe on: a read-only client of
+ * the gateway's own, named "astra web feed", which holds no lease and is offered no approvals.
+ */
+export function feedLink(env: NodeJS.ProcessEnv, clientVersion: string, leaseStore: LeaseStore): Tab {
+  return new Tab('gateway:feed', 'feed', { id: 'gateway', readOnly: true }, env, clientVersion, 0, leaseStore, undefined, 'astra web feed');
 }

@@ -1,5 +1,9 @@
 // The gateway's HTTP contract as the page uses it (docs/http.md). Every request names this tab, so
-// the gateway gives the tab its own client identity on the daemon.
+// the gateway gives the tab its own client identity on the daemon. The routes, their bodies and their
+// answers are the types of the contract's table (web/gateway/contract.ts), imported as types only:
+// nothing of the gateway's code goes into the page's bundle.
+import type { ErrorEnvelope, HttpEvent, PathParams, QueryOf, RequestOf, ResponseOf, RouteKey } from '../gateway/contract.js';
+
 export const tabId: string = (() => {
   const saved = sessionStorage.getItem('astra.tab');
   if (saved) return saved;
@@ -38,12 +42,7 @@ export function controlledBeforeReload(sessionId: string): boolean {
   return true;
 }
 
-export interface ApiError {
-  code: number;
-  reason: string;
-  message: string;
-  retryable: boolean;
-}
+export type ApiError = ErrorEnvelope['error'];
 
 export class RequestFailed extends Error {
   constructor(
@@ -54,9 +53,31 @@ export class RequestFailed extends Error {
   }
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** The routes the page calls with fetch: every one that answers JSON (the event stream is EventSource's). */
+export type JsonRoute = { [K in RouteKey]: ResponseOf<K> extends undefined ? never : K }[RouteKey];
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+/** What a call of a route sends: its path's `{name}` parts, its body (when it takes one), its query. */
+export type ApiRequest<K extends JsonRoute> = Simplify<
+  ([keyof PathParams<K>] extends [never] ? unknown : { params: PathParams<K> }) &
+    (RequestOf<K> extends undefined ? unknown : { body: RequestOf<K> }) &
+    ([QueryOf<K>] extends [never] ? unknown : { query?: { [Q in QueryOf<K>]?: string | number | boolean } })
+>;
+
+type ApiArgs<K extends JsonRoute> = {} extends ApiRequest<K> ? [request?: ApiRequest<K>] : [request: ApiRequest<K>];
+
+/** Calls a route of the contract by its key (`'GET /v1/me'`) and answers its response's type. */
+export async function api<K extends JsonRoute>(route: K, ...[request]: ApiArgs<K>): Promise<ResponseOf<K>> {
+  const space = route.indexOf(' ');
+  const r = (request ?? {}) as { params?: Record<string, string>; body?: unknown; query?: Record<string, string | number | boolean | undefined> };
+  let path = route.slice(space + 1).replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(r.params?.[name] ?? ''));
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(r.query ?? {})) if (v !== undefined) query.set(k, String(v));
+  if ([...query.keys()].length > 0) path += `?${query.toString()}`;
+  const body = r.body;
   const res = await fetch(path, {
-    method,
+    method: route.slice(0, space),
     credentials: 'same-origin',
     headers: { 'X-Astra-Tab': tabId, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -67,32 +88,12 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     const err = (value as { error?: ApiError }).error ?? { code: 0, reason: 'internal_error', message: `HTTP ${res.status}`, retryable: false };
     throw new RequestFailed(res.status, err);
   }
-  return value as T;
+  return value as ResponseOf<K>;
 }
 
-export interface SessionView {
-  id: string;
-  title: string;
-  engine: string;
-  state: string;
-  updatedAt: number;
-  headSeq: number;
-  observers: number;
-  controlledByMe: boolean;
-  runningTurnId?: string;
-  controller?: { connectionId: string; clientName: string; graceUntil?: number };
-}
+/** A session as GET /v1/sessions lists it. */
+export type SessionView = ResponseOf<'GET /v1/sessions'>['sessions'][number];
 
-export interface PageEvent {
-  sessionId: string;
-  seq: number;
-  ts: number;
-  type: string;
-  data: Record<string, unknown>;
-}
+export type PageEvent = HttpEvent;
 
-export interface Me {
-  clientId: string;
-  clientName: string;
-  readOnly: boolean;
-}
+export type Me = ResponseOf<'GET /v1/me'>;

@@ -87,15 +87,15 @@ async function boot(): Promise<void> {
   if (pair) {
     history.replaceState(null, '', '/#/');
     try {
-      await api('POST', '/v1/pair', { code: pair[1] });
+      await api('POST /v1/pair', { body: { code: pair[1]! } });
     } catch (e) {
       notice(`Pairing failed: ${(e as Error).message}`, true);
       return;
     }
   }
   try {
-    me = await api<Me>('GET', '/v1/me');
-    eventTypes = (await api<{ eventTypes: string[] }>('GET', '/v1/capabilities')).eventTypes;
+    me = await api('GET /v1/me');
+    eventTypes = (await api('GET /v1/capabilities')).eventTypes;
   } catch (e) {
     if (e instanceof RequestFailed && e.status === 401) notice('This browser is not paired. Run `astra web pair` and open the link it prints.', true);
     else notice(`The gateway did not answer: ${(e as Error).message}. Reload when \`astra web\` runs.`, true);
@@ -130,7 +130,7 @@ async function showList(): Promise<void> {
   const create = el('button', { id: 'new-session', textContent: 'New session', disabled: me?.readOnly ?? true });
   create.addEventListener('click', () => {
     const chat = engine.value === 'chat' ? { engine: 'chat', ...(model.value ? { engineOptions: { model: model.value } } : {}) } : {};
-    void api<{ session: SessionView }>('POST', '/v1/sessions', { title: title.value || 'web session', approvalPolicy: 'ask', ...chat, idempotencyKey: crypto.randomUUID() }).then(
+    void api('POST /v1/sessions', { body: { title: title.value || 'web session', approvalPolicy: 'ask', ...chat, idempotencyKey: crypto.randomUUID() } }).then(
       ({ session }) => (location.hash = `#/s/${encodeURIComponent(session.id)}`),
       (e: Error) => notice(`Could not create a session: ${e.message}`, true),
     );
@@ -140,7 +140,7 @@ async function showList(): Promise<void> {
   setNotice(undefined);
   const refresh = async (): Promise<void> => {
     try {
-      const { sessions } = await api<{ sessions: SessionView[] }>('GET', '/v1/sessions');
+      const { sessions } = await api('GET /v1/sessions');
       const head = el('tr', {}, ...['title', 'state', 'controller', 'observers', 'last activity'].map((h) => el('th', { textContent: h })));
       table.replaceChildren(
         head,
@@ -227,7 +227,7 @@ function showSession(id: string): void {
   };
   const refreshControl = async (): Promise<void> => {
     try {
-      showControl((await api<{ session: SessionView }>('GET', `/v1/sessions/${encodeURIComponent(id)}?limit=1`)).session);
+      showControl((await api('GET /v1/sessions/{id}', { params: { id }, query: { limit: 1 } })).session);
     } catch {
       // the stream's state says what is wrong
     }
@@ -247,7 +247,7 @@ function showSession(id: string): void {
       // A retryable failure (the daemon restarting) is retried with the same key: it never runs twice.
       for (let attempt = 0; ; attempt++) {
         try {
-          await api('POST', `/v1/sessions/${encodeURIComponent(id)}/messages`, { text, idempotencyKey });
+          await api('POST /v1/sessions/{id}/messages', { params: { id }, body: { text, idempotencyKey } });
           input.value = '';
           return;
         } catch (e) {
@@ -260,9 +260,9 @@ function showSession(id: string): void {
   input.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && !send.disabled) send.click();
   });
-  cancel.addEventListener('click', () => act(() => api('POST', `/v1/sessions/${encodeURIComponent(id)}/cancel`, {})));
-  take.addEventListener('click', () => act(() => api('POST', `/v1/sessions/${encodeURIComponent(id)}/lease`, { takeover: true })));
-  release.addEventListener('click', () => act(() => api('DELETE', `/v1/sessions/${encodeURIComponent(id)}/lease`)));
+  cancel.addEventListener('click', () => act(() => api('POST /v1/sessions/{id}/cancel', { params: { id }, body: {} })));
+  take.addEventListener('click', () => act(() => api('POST /v1/sessions/{id}/lease', { params: { id }, body: { takeover: true } })));
+  release.addEventListener('click', () => act(() => api('DELETE /v1/sessions/{id}/lease', { params: { id } })));
 
   const stream = new SessionStream(id, eventTypes, {
     onEvent: (e) => {
@@ -280,7 +280,7 @@ function showSession(id: string): void {
   current = { stream, timer: window.setInterval(() => void refreshControl(), 5_000) };
   stream.start();
   // After a reload: control this tab gave up as the old page went away, taken again if nobody took it meanwhile.
-  if (!(me?.readOnly ?? true) && controlledBeforeReload(id)) void api('POST', `/v1/sessions/${encodeURIComponent(id)}/lease`, {}).then(refreshControl, refreshControl);
+  if (!(me?.readOnly ?? true) && controlledBeforeReload(id)) void api('POST /v1/sessions/{id}/lease', { params: { id }, body: {} }).then(refreshControl, refreshControl);
   else void refreshControl();
 }
 

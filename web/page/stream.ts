@@ -1,6 +1,7 @@
 // A session's event stream for the page: EventSource with ?since= / Last-Event-ID, and a stream of
 // its own after the browser gives up (the gateway or daemon restarted). Every event reaches the
 // renderers once, in seq order: anything at or below the last seq seen is dropped.
+import type { StreamEventData, StreamEventName } from '../gateway/contract.js';
 import { tabId, type PageEvent } from './api.js';
 
 export type StreamState = 'connecting' | 'catching-up' | 'live' | 'reconnecting';
@@ -14,13 +15,21 @@ export interface StreamHandlers {
   onNotice(n: StreamNotice): void;
 }
 
-export interface StreamNotice {
-  reason: string;
-  message: string;
-  path?: string;
-}
+/** The gateway's `notice` (docs/http.md): a full disk, and the disk back. */
+export type StreamNotice = StreamEventData<'notice'>;
 
-const STREAM_EVENTS = ['open', 'replayed', 'heartbeat', 'lagged', 'resynced', 'reconnecting', 'reconnected', 'notice', 'error'];
+/** The stream's own events, not session events: each one the contract names, and no other (the type checks both). */
+const STREAM_EVENTS: Readonly<Record<StreamEventName, true>> = {
+  open: true,
+  replayed: true,
+  heartbeat: true,
+  lagged: true,
+  resynced: true,
+  reconnecting: true,
+  reconnected: true,
+  notice: true,
+  error: true,
+};
 
 export class SessionStream {
   lastSeq = 0;
@@ -61,7 +70,7 @@ export class SessionStream {
       const m = ev as MessageEvent;
       this.lastFrameAt = Date.now();
       if (typeof m.data !== 'string') return; // the EventSource's own open, not the gateway's
-      const hb = (JSON.parse(m.data) as { heartbeatMs?: number }).heartbeatMs;
+      const hb = (JSON.parse(m.data) as Partial<StreamEventData<'open'>>).heartbeatMs;
       if (typeof hb === 'number' && hb > 0) this.heartbeatMs = hb;
       this.attempts = 0;
       this.h.onState('catching-up');
@@ -73,7 +82,7 @@ export class SessionStream {
     // The gateway is up but the tab's daemon connection is not (the daemon restarts).
     es.addEventListener('reconnecting', (ev) => {
       this.lastFrameAt = Date.now();
-      this.h.onState('reconnecting', (JSON.parse((ev as MessageEvent).data as string) as { reason?: string }).reason);
+      this.h.onState('reconnecting', (JSON.parse((ev as MessageEvent).data as string) as Partial<StreamEventData<'reconnecting'>>).reason);
     });
     es.addEventListener('reconnected', () => {
       this.lastFrameAt = Date.now();
@@ -104,7 +113,7 @@ export class SessionStream {
       if (es.readyState === EventSource.CLOSED) this.retry();
     });
     for (const type of this.eventTypes) {
-      if (STREAM_EVENTS.includes(type)) continue;
+      if (Object.hasOwn(STREAM_EVENTS, type)) continue;
       es.addEventListener(type, (ev) => deliver((ev as MessageEvent).data as string));
     }
   }

@@ -92,11 +92,9 @@ export class ApprovalActions {
     for (const b of this.buttons.querySelectorAll('button')) b.disabled = true;
     // The revision answered is the one this card shows (data-revision), which is what the daemon checks.
     const revision = Number(this.el.dataset.revision);
-    void api('POST', `/v1/approvals/${encodeURIComponent(this.prompt.approvalId)}`, {
-      sessionId: this.prompt.sessionId,
-      decision,
-      revision,
-      idempotencyKey: crypto.randomUUID(),
+    void api('POST /v1/approvals/{id}', {
+      params: { id: this.prompt.approvalId },
+      body: { sessionId: this.prompt.sessionId, decision, revision, idempotencyKey: crypto.randomUUID() },
     }).then(
       () => undefined, // approval.resolved follows on the stream
       (err: Error) => {

@@ -1,6 +1,7 @@
 // One session's event stream as the application sees it: an async iterable (or callbacks) that
 // delivers each event exactly once, in seq order, across reconnects, lag and daemon restarts.
 import { AstraError, EVENT_DATA, type ServerNotificationParams, type SessionEvent } from '../protocol/index.js';
+import { CLIENT_BOUNDS } from '../flow/index.js';
 
 /** A running command's screen (session/screen): draw `data` on a cleared terminal of cols × rows. */
 export type ScreenSnapshot = ServerNotificationParams<'session/screen'>;
@@ -50,7 +51,7 @@ export interface SubscribeOptions {
   maxQueuedBytes?: number;
 }
 
-const DEFAULT_MAX_QUEUED_BYTES = 32 * 1024 * 1024;
+const DEFAULT_MAX_QUEUED_BYTES = CLIENT_BOUNDS.subscriptionUnread.value;
 
 /** What an event takes in the queue, roughly: its output or text, and the object around it. */
 function queuedSize(event: SessionEvent): number {

@@ -240,12 +240,12 @@ export class Connection {
   }
 
   /**
-   * Resolves once queuedBytes is below `bytes` (checked as the socket hands writes to the kernel),
+   * Resolves once queuedBytes is below `below` (checked as the socket hands writes to the kernel),
    * or the connection closed.
    */
-  whenQueueBelow(bytes: number): Promise<void> {
+  drained(below: number): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return this.writer.whenQueueBelow(bytes);
+    return this.writer.drained(below);
   }
 
   /**
@@ -478,7 +478,7 @@ export class Connection {
         });
     }
     this.rejectAllPending();
-    this.writer.checkQueueWaiters();
+    this.writer.checkDrained();
     const handlers = this.closeHandlers;
     this.closeHandlers = [];
     for (const handler of handlers) this.callSafely(() => handler(this.closeError), 'onClose');

@@ -41,6 +41,7 @@ import {
 import { readWritten } from './journal-read.js';
 import { openJournalFile, type JournalDamage } from './journal-scan.js';
 import type { JournalLogger } from './logger.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
 export type { JournalDamage } from './journal-scan.js';
 
@@ -79,8 +80,8 @@ const ARENA_BYTES = 256 * 1024;
 const BIG_ARENA_BYTES = 4 * 1024 * 1024;
 /** Records bigger than this get a buffer of their own. */
 const OWN_BUFFER_BYTES = 1024 * 1024;
-/** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously. */
-const MAX_QUEUED_BEHIND = 32 * 1024 * 1024;
+/** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously (flow/daemon-bounds.ts journalQueuedBehind). */
+const MAX_QUEUED_BEHIND = DAEMON_BOUNDS.journalQueuedBehind.value;
 
 /** The disk_full error for `file` after `code` (ENOSPC or EDQUOT); `then` says what happens to the data. */
 function diskFull(file: string, code: string, then: string): AstraError {

@@ -7,6 +7,7 @@ import type { SessionEvent } from '../protocol/index.js';
 import type { StoredEvent } from './event-body.js';
 import type { RuntimeLogger } from './logger.js';
 import type { ScreenCapture } from './running-screen.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
 export type { ScreenCapture };
 
@@ -93,19 +94,19 @@ export interface FeedSource {
   drop(feed: SubscriptionFeed): void;
 }
 
+// The bounds and their reasons: flow/daemon-bounds.ts.
 /** A subscriber waiting for capacity this long (and a turn of the event loop) holds no events in the catch-up cache (see waitForCapacity). */
-const CATCHUP_STALL_MS = 200;
-const SUBSCRIBE_PAGE_EVENTS = 2000;
-const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
+const CATCHUP_STALL_MS = DAEMON_BOUNDS.feedStallMs.value;
+const SUBSCRIBE_PAGE_EVENTS = DAEMON_BOUNDS.feedPageEvents.value;
+const SUBSCRIBE_PAGE_BYTES = DAEMON_BOUNDS.feedPageBytes.value;
 /**
  * A screen subscriber fed more than FLOOD_BYTES of a command's output within FLOOD_WINDOW_MS gets
  * frames instead: the output is left out and the command's screen comes every FRAME_MS, for as long
- * as the output keeps coming that fast (as tmux redraws its clients at a bounded rate). About
- * 2.5 MB/s: far above what anyone reads, far below a flood (`seq`, `cat` of a big file, a build).
+ * as the output keeps coming that fast (as tmux redraws its clients at a bounded rate).
  */
-const FLOOD_WINDOW_MS = 50;
-const FLOOD_BYTES = 128 * 1024;
-const FRAME_MS = 33;
+const FLOOD_WINDOW_MS = DAEMON_BOUNDS.floodWindowMs.value;
+const FLOOD_BYTES = DAEMON_BOUNDS.floodBytes.value;
+const FRAME_MS = DAEMON_BOUNDS.frameMs.value;
 
 export class SubscriptionFeed {
   phase: FeedPhase = 'replaying';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const ROOMS = ['protocol', 'ipc', 'discovery', 'durable', 'lease', 'tty', 'journal', 'pty', 'runtime', 'engines', 'daemon', 'client', 'cli', 'web'];
+const ROOMS = ['protocol', 'flow', 'ipc', 'discovery', 'durable', 'lease', 'tty', 'journal', 'pty', 'runtime', 'engines', 'daemon', 'client', 'cli', 'web'];
 
 function sourceFiles(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];

@@ -3,7 +3,7 @@
 import { AstraError, type ResultOf, type ServerNotificationParams } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
 import type { ClientMethodName } from './api.js';
-import { checkResult, toAstraError } from './calls.js';
+import { checkResult, toAstraError } from './results.js';
 import { ControllerLease, type LeaseState } from './lease.js';
 
 export type LeaseHolderInfo = NonNullable<ServerNotificationParams<'lease/revoked'>['holder']>;

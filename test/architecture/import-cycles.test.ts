@@ -60,8 +60,6 @@ function cycles(g: Map<string, string[]>): string[][] {
 
 // Cycles known to exist, each to be broken (issue 27); remove a line when its cycle is gone.
 const KNOWN = [
-  'pty/pty-command.ts ⇄ pty/pty-drain.ts',
-  'client/calls.ts ⇄ client/leases.ts',
   'web/gateway/session-feed.ts ⇄ web/gateway/sse.ts ⇄ web/gateway/tabs.ts',
 ];
 

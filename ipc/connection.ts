@@ -18,12 +18,12 @@ import {
 import type { DirectReads } from './direct-reads.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
-import { FrameWriter, SOCKET_HIGH_WATER_MARK } from './frame-writer.js';
+import { FrameWriter, SOCKET_HIGH_MARK } from './frame-writer.js';
 import { PendingRequests, type Pending } from './pending-requests.js';
 import { decode, decodeFromTrustedPeer } from './msgpack.js';
 import { EventBatchDecoder } from './event-batch.js';
 
-export { SOCKET_HIGH_WATER_MARK };
+export { SOCKET_HIGH_MARK };
 /** A graceful close that cannot flush within this time becomes a destroy. */
 const CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;

@@ -6,8 +6,8 @@ import { AstraError, FRAME_HEADER_BYTES } from '../protocol/index.js';
 import { Level, WIRE_BOUNDS } from '../flow/index.js';
 
 // The bounds and their reasons: flow/wire-bounds.ts.
-/** Socket write high-water mark. */
-export const SOCKET_HIGH_WATER_MARK = WIRE_BOUNDS.socketHighMark.value;
+/** A socket's write high mark (Node's writable highWaterMark). */
+export const SOCKET_HIGH_MARK = WIRE_BOUNDS.socketHighMark.value;
 /** Frames queued in one tick are copied into batches of this size and written once. */
 const BATCH_BYTES = WIRE_BOUNDS.batch.value;
 /** A connection's first batch; once a batch fills, the next ones are BATCH_BYTES. */
@@ -30,8 +30,8 @@ function raiseHighWaterMark(socket: net.Socket): void {
   // Accepted sockets are created by net.Server, so the option cannot be passed to them (unless the
   // server was created with `highWaterMark`); the writable state's field is what write() consults.
   const state = (socket as unknown as { _writableState?: { highWaterMark?: number } })._writableState;
-  if (state && typeof state.highWaterMark === 'number' && state.highWaterMark < SOCKET_HIGH_WATER_MARK)
-    state.highWaterMark = SOCKET_HIGH_WATER_MARK;
+  if (state && typeof state.highWaterMark === 'number' && state.highWaterMark < SOCKET_HIGH_MARK)
+    state.highWaterMark = SOCKET_HIGH_MARK;
 }
 
 export class FrameWriter {

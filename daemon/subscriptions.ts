@@ -20,9 +20,8 @@
 // resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from memory or
 // the journal.
 //
-// Where a subscriber stands (its phase — replaying, live, paused — and the last seq it took) is the
-// runtime feed's alone (runtime/subscription-feed.ts): the hub asks its handle, and keeps only the
-// wire encoding, the batching and the lag budget.
+// Where a subscriber stands (its phase, its last seq) is the runtime feed's alone: the hub asks its
+// handle, and keeps only the wire encoding, the batching and the lag budget.
 //
 // Text sent once (session/subscribe textFromDeltas): a subscription that asked for it gets a live
 // message.completed with an empty text and `textFromDeltas: true` when the runtime found its text to
@@ -32,8 +31,7 @@
 // read-back events are never decoded for it. The compact body is encoded once per event for every
 // such subscriber.
 //
-// Spread: a streaming answer's later deltas reach a session's later subscribers 1..10 ms apart
-// (daemon/spread.ts says when; the hub holds them in the subscriber's batch and sends them).
+// Spread: a session's later subscribers get a streaming answer's deltas 1..10 ms apart (spread.ts).
 //
 // Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
 // (the subscription still runs, so session/replayed and session/lagged still come unless muted

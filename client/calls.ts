@@ -9,6 +9,8 @@ import type { CallOptions, ClientMethodName, ClientParams } from './api.js';
 import { backoffDelay, sleep } from './backoff.js';
 import { OutcomeUnknownError } from './errors.js';
 import type { LeaseBook } from './leases.js';
+import { checkResult, toAstraError } from './results.js';
+
 
 /** Attempts at an `overloaded` read before the error reaches the caller. */
 const OVERLOAD_RETRIES = 8;
@@ -17,13 +19,6 @@ const OVERLOAD_BACKOFF = { initialDelayMs: 50, maxDelayMs: 2_000, maxElapsedMs: 
 const IN_PROGRESS_BACKOFF = { initialDelayMs: 20, maxDelayMs: 500, maxElapsedMs: 10_000 };
 /** Re-sends of one turn/start key after answers lost again and again, before giving up. */
 const TURN_START_RESENDS = 3;
-
-export function toAstraError(e: unknown): AstraError {
-  if (e instanceof AstraError) return e;
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  return new AstraError('connection_closed', message, code ? { code } : {});
-}
 
 export interface MethodPolicy {
   /** Safe to send again after a lost answer. */
@@ -51,12 +46,6 @@ export function describePolicy(method: ClientMethodName): MethodPolicy {
 
 const NO_OPTIONS: CallOptions = Object.freeze({});
 
-/** The daemon's answer, checked against the method table; anything else is `invalid_request`. */
-export function checkResult<M extends ClientMethodName>(method: M, result: unknown): ResultOf<M> {
-  const problem = METHODS[method].result.check(result, `${method} result`);
-  if (problem) throw new AstraError('invalid_request', `the daemon answered ${method} with something unexpected: ${problem}`);
-  return result as ResultOf<M>;
-}
 
 /** What a call is, for the retry policy and for the OutcomeUnknownError it may become. */
 export interface CallIdentity {

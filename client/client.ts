@@ -1,10 +1,8 @@
 // AstraClient (docs/client.md): the face the application sees. It owns the connection and the
 // client's state, and composes the rooms that do the work: calls.ts (the retry policy and the safe
 // turn start), leases.ts, subscriptions.ts, notifications.ts, reconnect.ts and liveness.ts.
-// Somewhat over 400 lines for a reason: it is the public class, and most of its length is the
-// documented members an application calls, each delegating to one of those rooms.
 import { setMaxListeners } from 'node:events';
-import { AstraError, checkServerRequestParams, isAstraError, validateEvent, validateEventEnvelope, type ResultOf } from '../protocol/index.js';
+import { AstraError, isAstraError, validateEvent, validateEventEnvelope, type ResultOf } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
 import { connectOrSpawn, envFor, explainIncompatible, type Connected, type InitializeResult, type ValidateMode } from './connect.js';
 import type { CallArgs, CallOptions, ClientMethodName, ClientParams, DerivedApi } from './api.js';
@@ -19,14 +17,11 @@ import { routeNotification, type NotificationTargets } from './notifications.js'
 import { reconnect, Waiters, type ReconnectHost } from './reconnect.js';
 import type { Subscription, SubscribeOptions } from './subscription.js';
 import { Subscriptions } from './subscriptions.js';
-import type { AcquireControllerOptions, ApprovalHandler, ApprovalRequest, AstraClientOptions, ClientEvents, ClientState } from './options.js';
+import { checkClientOptions, connectOptionsOf, DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, type AcquireControllerOptions, type ApprovalHandler, type AstraClientOptions, type ClientEvents, type ClientState } from './options.js';
+import { ApprovalAnswers } from './approvals.js';
 
 export type { LeaseHolderInfo } from './leases.js';
 export type { AstraClientOptions, AcquireControllerOptions, ApprovalRequest, ApprovalHandler, ClientState, ClientEvents } from './options.js';
-
-const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-const DEFAULT_PING_INTERVAL_MS = 15_000;
-const DEFAULT_PING_TIMEOUT_MS = 10_000;
 
 // Typed members come from DerivedApi (see api.ts); the constructor defines them from METHOD_NAMES.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
@@ -47,7 +42,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
   private shutdown: { reason: string; message: string | undefined } | undefined;
   /** Set by resume(): start a daemon even when autoStart is false. */
   private startRequested = false;
-  private approvalHandler: ApprovalHandler | undefined;
+  private readonly approvals: ApprovalAnswers;
   /** Calls waiting for a connection while the client reconnects. */
   private readonly waiters = new Waiters();
   private readonly closeController = new AbortController();
@@ -68,24 +63,17 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
 
   private constructor(opts: AstraClientOptions) {
     super();
-    if (typeof opts?.clientName !== 'string' || opts.clientName.length === 0 || opts.clientName.length > 256)
-      throw new AstraError('invalid_params', 'clientName must be a non-empty string of at most 256 characters');
-    for (const k of ['requestTimeoutMs', 'pingIntervalMs', 'pingTimeoutMs', 'startTimeoutMs'] as const) {
-      const v = opts[k];
-      if (v !== undefined && (typeof v !== 'number' || Number.isNaN(v) || v < 0))
-        throw new AstraError('invalid_params', `${k} must be a number of milliseconds ≥ 0, got ${String(v)}`);
-    }
+    checkClientOptions(opts);
     this.opts = { ...opts };
+    this.approvals = new ApprovalAnswers(opts.clientName);
     this.backoff = opts.reconnect === false ? undefined : resolveBackoff(opts.reconnect);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    if (opts.validate !== undefined && opts.validate !== 'envelope' && opts.validate !== 'full')
-      throw new AstraError('invalid_params', `validate must be 'envelope' or 'full', got ${String(opts.validate)}`);
     this.validate = opts.validate ?? ((opts.env ?? process.env).ASTRA_CLIENT_VALIDATE === 'full' ? 'full' : 'envelope');
     // Every backoff sleep listens on this signal; many concurrent retries are normal, not a leak.
     setMaxListeners(0, this.closeController.signal);
     this.liveness = new Liveness(opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS, opts.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS, () => this.conn);
     this.leases = new LeaseBook({
-      release: (lease) => this.releaseLease(lease),
+      sendRelease: (params) => this.call('lease/release', params),
       lost: (event) => this.emit('leaseLost', event),
       reclaimed: (lease) => this.emit('leaseReclaimed', { sessionId: lease.sessionId, lease }),
     });
@@ -190,15 +178,6 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
     return lease;
   }
 
-  private async releaseLease(lease: ControllerLease): Promise<void> {
-    lease.releasing = true;
-    try {
-      await this.call('lease/release', { sessionId: lease.sessionId, epoch: lease.epoch });
-    } finally {
-      lease.releasing = false;
-    }
-  }
-
   // ---- approvals ----
 
   /**
@@ -207,24 +186,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
    * Returns a function that removes the handler.
    */
   onApproval(handler: ApprovalHandler): () => void {
-    this.approvalHandler = handler;
-    return () => {
-      if (this.approvalHandler === handler) this.approvalHandler = undefined;
-    };
-  }
-
-  private async answerServerRequest(method: string, params: unknown): Promise<unknown> {
-    this.liveness.noteReceived();
-    checkServerRequestParams(method, params);
-    const handler = this.approvalHandler;
-    if (!handler) {
-      throw new AstraError('method_not_found', `client "${this.opts.clientName}" has no approval handler (client.onApproval); the approval stays pending`);
-    }
-    const answer = await handler(params as ApprovalRequest);
-    const decision = typeof answer === 'string' ? answer : answer?.decision;
-    if (decision !== 'approve' && decision !== 'deny')
-      throw new AstraError('invalid_params', `the approval handler answered ${JSON.stringify(answer)}; it must return 'approve' or 'deny'`);
-    return { decision };
+    return this.approvals.set(handler);
   }
 
   // ---- subscriptions ----
@@ -241,20 +203,9 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
   // ---- connection lifecycle ----
 
   private async open(): Promise<Connected> {
-    const o = this.opts;
     try {
       return await connectOrSpawn({
-        clientName: o.clientName,
-        ...(o.clientVersion !== undefined ? { clientVersion: o.clientVersion } : {}),
-        ...(this.startRequested ? { autoStart: true } : o.autoStart !== undefined ? { autoStart: o.autoStart } : {}),
-        ...(o.home !== undefined ? { home: o.home } : {}),
-        ...(o.env !== undefined ? { env: o.env } : {}),
-        ...(o.startTimeoutMs !== undefined ? { startTimeoutMs: o.startTimeoutMs } : {}),
-        ...(o.daemonArgs !== undefined ? { daemonArgs: o.daemonArgs } : {}),
-        ...(o.replaceIdleIncompatibleDaemon !== undefined ? { replaceIdleIncompatibleDaemon: o.replaceIdleIncompatibleDaemon } : {}),
-        ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
-        ...(o.onWaiting !== undefined ? { onWaiting: o.onWaiting } : {}),
-        ...(o.onRestartWait !== undefined ? { onRestartWait: o.onRestartWait } : {}),
+        ...connectOptionsOf(this.opts, this.startRequested),
         requestTimeoutMs: this.requestTimeoutMs,
         validate: this.validate,
         batchEvents: true,
@@ -285,7 +236,10 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
       this.liveness.noteReceived();
       routeNotification(targets, method, params);
     });
-    conn.onRequest((method, params) => this.answerServerRequest(method, params));
+    conn.onRequest((method, params) => {
+      this.liveness.noteReceived();
+      return this.approvals.answer(method, params);
+    });
     conn.onClose((err) => this.onConnectionLost(conn, err));
   }
 

@@ -3,7 +3,7 @@
 import { AstraError, type ResultOf, type ServerNotificationParams } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
 import type { ClientMethodName } from './api.js';
-import { checkResult, toAstraError } from './calls.js';
+import { checkResult, toAstraError } from './results.js';
 import { ControllerLease, type LeaseState } from './lease.js';
 
 export type LeaseHolderInfo = NonNullable<ServerNotificationParams<'lease/revoked'>['holder']>;
@@ -17,8 +17,8 @@ export interface LeaseLost {
 }
 
 export interface LeaseBookHost {
-  /** Sends lease/release for a lease the book still holds. */
-  release(lease: ControllerLease): Promise<void>;
+  /** Sends lease/release (through the client's call, so an application's wrapper sees it). */
+  sendRelease(params: { sessionId: string; epoch: number }): Promise<unknown>;
   lost(event: LeaseLost): void;
   reclaimed(lease: ControllerLease): void;
 }
@@ -99,8 +99,13 @@ export class LeaseBook {
     }
   }
 
-  private release(lease: ControllerLease): Promise<void> {
-    if (this.held.get(lease.sessionId) !== lease) return Promise.resolve();
-    return this.host.release(lease);
+  private async release(lease: ControllerLease): Promise<void> {
+    if (this.held.get(lease.sessionId) !== lease) return;
+    lease.releasing = true;
+    try {
+      await this.host.sendRelease({ sessionId: lease.sessionId, epoch: lease.epoch });
+    } finally {
+      lease.releasing = false;
+    }
   }
 }

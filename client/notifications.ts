@@ -7,7 +7,7 @@ import {
   type ServerNotificationParams,
   type SessionEvent,
 } from '../protocol/index.js';
-import { toAstraError } from './calls.js';
+import { toAstraError } from './results.js';
 import type { LeaseBook } from './leases.js';
 import type { Subscriptions } from './subscriptions.js';
 

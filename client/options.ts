@@ -1,7 +1,7 @@
 // What an application passes to AstraClient.connect and what the client tells it (its events).
-import type { AstraError, Decision, ServerParamsOf } from '../protocol/index.js';
+import { AstraError, type Decision, type ServerParamsOf } from '../protocol/index.js';
 import type { BackoffOptions } from './backoff.js';
-import type { RestartWaitInfo, ValidateMode, WaitingInfo } from './connect.js';
+import type { ConnectOptions, RestartWaitInfo, ValidateMode, WaitingInfo } from './connect-options.js';
 import type { ControllerLease } from './lease.js';
 import type { LeaseLost } from './leases.js';
 import type { Resynced } from './subscriptions.js';
@@ -94,3 +94,36 @@ export interface ClientEvents {
   error: AstraError;
 }
 
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+export const DEFAULT_PING_INTERVAL_MS = 15_000;
+export const DEFAULT_PING_TIMEOUT_MS = 10_000;
+
+/** Throws invalid_params for a bad clientName, a time that is not a number of ms ≥ 0, or an unknown validate mode. */
+export function checkClientOptions(opts: AstraClientOptions): void {
+  if (typeof opts?.clientName !== 'string' || opts.clientName.length === 0 || opts.clientName.length > 256)
+    throw new AstraError('invalid_params', 'clientName must be a non-empty string of at most 256 characters');
+  for (const k of ['requestTimeoutMs', 'pingIntervalMs', 'pingTimeoutMs', 'startTimeoutMs'] as const) {
+    const v = opts[k];
+    if (v !== undefined && (typeof v !== 'number' || Number.isNaN(v) || v < 0))
+      throw new AstraError('invalid_params', `${k} must be a number of milliseconds ≥ 0, got ${String(v)}`);
+  }
+  if (opts.validate !== undefined && opts.validate !== 'envelope' && opts.validate !== 'full')
+    throw new AstraError('invalid_params', `validate must be 'envelope' or 'full', got ${String(opts.validate)}`);
+}
+
+/** The application's options that connecting takes (`startRequested`: resume() asked for a daemon even without autoStart). */
+export function connectOptionsOf(o: AstraClientOptions, startRequested: boolean): ConnectOptions {
+  return {
+    clientName: o.clientName,
+    ...(o.clientVersion !== undefined ? { clientVersion: o.clientVersion } : {}),
+    ...(startRequested ? { autoStart: true } : o.autoStart !== undefined ? { autoStart: o.autoStart } : {}),
+    ...(o.home !== undefined ? { home: o.home } : {}),
+    ...(o.env !== undefined ? { env: o.env } : {}),
+    ...(o.startTimeoutMs !== undefined ? { startTimeoutMs: o.startTimeoutMs } : {}),
+    ...(o.daemonArgs !== undefined ? { daemonArgs: o.daemonArgs } : {}),
+    ...(o.replaceIdleIncompatibleDaemon !== undefined ? { replaceIdleIncompatibleDaemon: o.replaceIdleIncompatibleDaemon } : {}),
+    ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
+    ...(o.onWaiting !== undefined ? { onWaiting: o.onWaiting } : {}),
+    ...(o.onRestartWait !== undefined ? { onRestartWait: o.onRestartWait } : {}),
+  };
+}

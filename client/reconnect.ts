@@ -5,7 +5,7 @@
 import { AstraError, type ErrorReason } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
-import { toAstraError } from './calls.js';
+import { toAstraError } from './results.js';
 import type { Connected } from './connect.js';
 
 /** Errors no amount of reconnecting fixes. */

@@ -1,6 +1,7 @@
 // One session's event stream as the application sees it: an async iterable (or callbacks) that
 // delivers each event exactly once, in seq order, across reconnects, lag and daemon restarts.
 import { AstraError, EVENT_DATA, type ServerNotificationParams, type SessionEvent } from '../protocol/index.js';
+import { CLIENT_BOUNDS, type Marks } from '../flow/index.js';
 
 /** A running command's screen (session/screen): draw `data` on a cleared terminal of cols × rows. */
 export type ScreenSnapshot = ServerNotificationParams<'session/screen'>;
@@ -50,7 +51,7 @@ export interface SubscribeOptions {
   maxQueuedBytes?: number;
 }
 
-const DEFAULT_MAX_QUEUED_BYTES = 32 * 1024 * 1024;
+const DEFAULT_MAX_QUEUED_BYTES = CLIENT_BOUNDS.subscriptionUnread.value;
 
 /** What an event takes in the queue, roughly: its output or text, and the object around it. */
 function queuedSize(event: SessionEvent): number {
@@ -69,6 +70,15 @@ export interface SubscriptionOwner {
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(Object.keys(EVENT_DATA));
 
+/**
+ * Where a subscription stands. 'starting': its first session/subscribe is not accepted yet (the
+ * screen and history options go with it); 'streaming': events arrive; 'held': the `for await`
+ * loop fell behind by maxQueuedBytes, the stream is stopped at the daemon until the loop has taken
+ * three quarters of them; 'ended': closed or ended by the client (`for await` still gets what was
+ * queued).
+ */
+export type SubscriptionState = 'starting' | 'streaming' | 'held' | 'ended';
+
 export class Subscription implements AsyncIterable<SessionEvent> {
   readonly sessionId: string;
   /** The session's head seq when the daemon (last) accepted the subscription. */
@@ -81,14 +91,15 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   private seq: number;
   private readonly queue: SessionEvent[] = [];
   private queuedBytes = 0;
-  private readonly maxQueuedBytes: number;
-  private holding = false;
+  /** The queue's marks: held at `high` (maxQueuedBytes), streaming again at `low` (a quarter of it). */
+  private readonly queueMarks: Marks;
+  private stateNow: SubscriptionState = 'starting';
+  /** Once 'ended': why (undefined for a clean end). */
+  private endError: AstraError | undefined;
   private waiter: { resolve: (r: IteratorResult<SessionEvent>) => void; reject: (e: AstraError) => void } | undefined;
+  /** A `for await` loop has the iterator. */
   private iterating = false;
-  private ending: { error: AstraError | undefined } | undefined;
   private closing: Promise<void> | undefined;
-  /** The first subscribe was sent: screen and historyLines are not asked for again. */
-  private started = false;
   /** The output the last screen stands for: that turn's command.output up to atSeq is dropped (a resubscription from lastSeq sends it again). */
   private cut: { turnId: string; atSeq: number } | undefined;
   /**
@@ -105,7 +116,12 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   ) {
     this.sessionId = sessionId;
     this.seq = opts.sinceSeq ?? 0;
-    this.maxQueuedBytes = opts.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+    const high = opts.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+    this.queueMarks = { high, low: high / 4 };
+  }
+
+  get state(): SubscriptionState {
+    return this.stateNow;
   }
 
   /** Events received and waiting for the `for await` loop, and roughly how many bytes they take. */
@@ -115,7 +131,7 @@ export class Subscription implements AsyncIterable<SessionEvent> {
 
   /** Whether the stream is stopped at the daemon until the `for await` loop catches up (see maxQueuedBytes). */
   get held(): boolean {
-    return this.holding;
+    return this.stateNow === 'held';
   }
 
   /**
@@ -128,7 +144,7 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   }
 
   get closed(): boolean {
-    return this.ending !== undefined;
+    return this.stateNow === 'ended';
   }
 
   /** Stops the stream: sends session/unsubscribe and ends any `for await` loop. */
@@ -146,7 +162,7 @@ export class Subscription implements AsyncIterable<SessionEvent> {
    */
   deliver(event: SessionEvent): void {
     // While held, what still arrives is dropped: it is read again from lastSeq on resume.
-    if (this.ending || this.holding || event.seq <= this.seq) return;
+    if (this.stateNow === 'ended' || this.stateNow === 'held' || event.seq <= this.seq) return;
     const cut = this.cut;
     if (cut) {
       if (event.seq > cut.atSeq) this.cut = undefined;
@@ -159,8 +175,8 @@ export class Subscription implements AsyncIterable<SessionEvent> {
       this.seq = event.seq;
       return;
     }
-    if (!this.opts.onEvent && !this.waiter && this.queue.length > 0 && this.queuedBytes + queuedSize(event) > this.maxQueuedBytes) {
-      this.holding = true;
+    if (!this.opts.onEvent && !this.waiter && this.queue.length > 0 && this.queuedBytes + queuedSize(event) > this.queueMarks.high) {
+      this.stateNow = 'held';
       this.owner.hold(this);
       return;
     }
@@ -229,7 +245,7 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   /** @internal What session/subscribe asks for now: the screen and history options only the first time. */
   subscribeParams(): { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number; textFromDeltas: true } {
     const p: { sessionId: string; sinceSeq: number; screen?: boolean; historyLines?: number; textFromDeltas: true } = { sessionId: this.sessionId, sinceSeq: this.seq, textFromDeltas: true };
-    if (!this.started) {
+    if (this.stateNow === 'starting') {
       if (this.opts.screen === true) p.screen = true;
       if (this.opts.historyLines !== undefined && this.seq === 0) p.historyLines = this.opts.historyLines;
     }
@@ -239,13 +255,13 @@ export class Subscription implements AsyncIterable<SessionEvent> {
   /** @internal The daemon accepted a subscribe: later ones go on from lastSeq, without screen or history options. */
   subscribed(headSeq: number): void {
     this.headSeq = headSeq;
-    this.started = true;
+    if (this.stateNow === 'starting') this.stateNow = 'streaming';
   }
 
   /** @internal A session/screen for this subscription. */
   screen(s: ScreenSnapshot): void {
     // A screen at the seq already delivered is the same output drawn again (the terminal's size changed).
-    if (this.ending || s.atSeq < this.seq) return;
+    if (this.stateNow === 'ended' || s.atSeq < this.seq) return;
     this.cut = { turnId: s.turnId, atSeq: s.atSeq };
     if (!this.opts.onScreen) return;
     try {
@@ -259,7 +275,7 @@ export class Subscription implements AsyncIterable<SessionEvent> {
 
   /** @internal */
   replayed(throughSeq: number, historyFromSeq?: number): void {
-    if (this.ending) return;
+    if (this.stateNow === 'ended') return;
     this.replayedThrough = throughSeq;
     this.opts.onReplayed?.(throughSeq, historyFromSeq !== undefined ? { historyFromSeq } : {});
   }
@@ -279,8 +295,9 @@ export class Subscription implements AsyncIterable<SessionEvent> {
 
   /** @internal Ends the stream; queued events are still handed out, then the loop ends (or throws `error`). */
   end(error: AstraError | undefined): void {
-    if (this.ending) return;
-    this.ending = { error };
+    if (this.stateNow === 'ended') return;
+    this.stateNow = 'ended';
+    this.endError = error;
     if (this.waiter) {
       const w = this.waiter;
       this.waiter = undefined;
@@ -306,14 +323,14 @@ export class Subscription implements AsyncIterable<SessionEvent> {
         const event = this.queue.shift();
         if (event) {
           this.queuedBytes -= queuedSize(event);
-          if (this.holding && !this.ending && this.queuedBytes <= this.maxQueuedBytes / 4) {
-            this.holding = false;
+          if (this.stateNow === 'held' && this.queuedBytes <= this.queueMarks.low) {
+            this.stateNow = 'streaming';
             this.owner.resume(this);
           }
           return Promise.resolve({ value: event, done: false });
         }
-        if (this.ending) {
-          return this.ending.error ? Promise.reject(this.ending.error) : Promise.resolve({ value: undefined, done: true });
+        if (this.stateNow === 'ended') {
+          return this.endError ? Promise.reject(this.endError) : Promise.resolve({ value: undefined, done: true });
         }
         return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
       },

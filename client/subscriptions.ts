@@ -3,7 +3,8 @@
 // reconnect, and resyncing a subscription whose cursor is ahead of the session's head.
 import { AstraError, LIMITS, isAstraError, type SessionEvent } from '../protocol/index.js';
 import type { Connection } from '../ipc/index.js';
-import { checkResult, toAstraError, type Calls } from './calls.js';
+import type { Calls } from './calls.js';
+import { checkResult, toAstraError } from './results.js';
 import { Subscription, type SubscribeOptions } from './subscription.js';
 
 export interface Resynced {

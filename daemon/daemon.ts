@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import { AstraError, LIMITS, PROTOCOL_VERSION, type DaemonStatus } from '../protocol/index.js';
-import { Connection, endpointFor, packEventBody } from '../ipc/index.js';
+import { Connection, endpointFor, packEventBody, SOCKET_HIGH_MARK } from '../ipc/index.js';
 import {
   ASTRA_VERSION,
   ensurePrivateDir,
@@ -176,7 +176,7 @@ export class Daemon {
   }
 
   private listen(): Promise<void> {
-    const server = net.createServer({ highWaterMark: 256 * 1024 } as net.ServerOpts, (socket) => this.accept(socket));
+    const server = net.createServer({ highWaterMark: SOCKET_HIGH_MARK } as net.ServerOpts, (socket) => this.accept(socket));
     return new Promise((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.endpoint, () => {

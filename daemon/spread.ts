@@ -9,11 +9,12 @@
 // intermediate deltas up to SPREAD_MS ms later, never its first or its end. The hub
 // (subscriptions.ts) holds and sends; this file decides.
 import type { StoredEvent } from '../runtime/index.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
 /** A session's later subscribers get a streaming answer's deltas 1..SPREAD_MS ms late, in turn. */
-export const SPREAD_MS = 10;
+export const SPREAD_MS = DAEMON_BOUNDS.spreadMs.value;
 /** A message.delta this long after the subscriber's previous one goes at once (the answer's first, or after a pause). */
-export const SPREAD_QUIET_MS = 50;
+export const SPREAD_QUIET_MS = DAEMON_BOUNDS.spreadQuietMs.value;
 
 /** The spread offset of a session's subscription that comes after `others`. */
 export function spreadOffset(others: number): number {

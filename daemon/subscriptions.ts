@@ -11,7 +11,7 @@
 // connection goes out at once, alone. Events accepted in one tick are sent by a microtask in the
 // same tick (no timers); a batch is capped at BATCH_MAX_BYTES.
 //
-// Slow readers: past a soft threshold of queued bytes a subscriber refuses live events; the runtime
+// Slow readers: at the high mark of its connection's queue a subscriber refuses live events; the runtime
 // pauses it and feeds it again from its in-memory tail (or the journal) as the connection drains,
 // so a reader that is merely behind is never dropped and the daemon holds nothing per subscriber
 // but the bounded socket queue. Only a connection that makes no progress gets `session/lagged`:
@@ -20,9 +20,8 @@
 // resumeFromSeq. A reader that is slow but reading is never dropped: it catches up from memory or
 // the journal.
 //
-// Where a subscriber stands (its phase — replaying, live, paused — and the last seq it took) is the
-// runtime feed's alone (runtime/subscription-feed.ts): the hub asks its handle, and keeps only the
-// wire encoding, the batching and the lag budget.
+// Where a subscriber stands (its phase, its last seq) is the runtime feed's alone: the hub asks its
+// handle, and keeps only the wire encoding, the batching and the lag budget.
 //
 // Text sent once (session/subscribe textFromDeltas): a subscription that asked for it gets a live
 // message.completed with an empty text and `textFromDeltas: true` when the runtime found its text to
@@ -32,8 +31,7 @@
 // read-back events are never decoded for it. The compact body is encoded once per event for every
 // such subscriber.
 //
-// Spread: a streaming answer's later deltas reach a session's later subscribers 1..10 ms apart
-// (daemon/spread.ts says when; the hub holds them in the subscriber's batch and sends them).
+// Spread: a session's later subscribers get a streaming answer's deltas 1..10 ms apart (spread.ts).
 //
 // Opting out (capabilities.optOutNotificationMethods): 'session/event' mutes events in either form
 // (the subscription still runs, so session/replayed and session/lagged still come unless muted
@@ -44,6 +42,7 @@ import type { FeedNotice, FeedSubscribeOptions, Runtime, ScreenCapture, StoredEv
 import type { Peer } from './peer.js';
 import { CompactCompletions, countText } from './text-from-deltas.js';
 import { holdsDelta, spreadOffset } from './spread.js';
+import { DAEMON_BOUNDS, marks, type Marks } from '../flow/index.js';
 
 export { spreadOffset };
 
@@ -54,16 +53,8 @@ export interface SubscriptionLimits {
   maxSubscriptionsPerConnection: number;
 }
 
-/** A batch frame closes once its events reach this many bytes (well under LIMITS.maxFrameBytes). */
-const BATCH_MAX_BYTES = 256 * 1024;
-/**
- * Queued bytes past which a subscriber is paused (at most maxQueuedBytes). Well above what one busy
- * tick queues, so a pause means the reader is really behind; and when the bound is smaller than
- * this, a reader is dropped as soon as it is paused and falls behind, as before pausing existed —
- * the socket queue then stays full, so a reader that stopped is still seen as a slow consumer
- * (with a small threshold the kernel's own buffer would swallow the whole queue and hide it).
- */
-const SOFT_QUEUE_BYTES = 1024 * 1024;
+/** A batch frame closes once its events reach this many bytes (flow/daemon-bounds.ts hubBatch). */
+const BATCH_MAX_BYTES = DAEMON_BOUNDS.hubBatch.value;
 
 interface Subscription {
   peer: Peer;
@@ -110,9 +101,14 @@ export class SubscriptionHub {
    */
   private readonly requests = new Map<string, Map<string, number>>();
   private readonly wires = new Map<string, SessionWire>();
-  private readonly softBytes: number;
-  /** A paused subscriber is fed again once its connection's queue is below this. */
-  private readonly resumeBytes: number;
+  /**
+   * A connection's queue: at `high` its subscribers' feeds are held (paused), below `low` they are
+   * fed again. `high` is hubHighMark, at most maxQueuedBytes: when the bound is smaller, a reader is
+   * dropped as soon as it is paused and falls behind — the socket queue then stays full, so a reader
+   * that stopped is still seen as a slow consumer (with a small mark the kernel's own buffer would
+   * swallow the whole queue and hide it).
+   */
+  private readonly queueMarks: Marks;
   private readonly withPending = new Set<Subscription>();
   private batchFlushScheduled = false;
   private readonly flushAllBound = () => this.flushAll();
@@ -127,8 +123,8 @@ export class SubscriptionHub {
     opts: { now?: () => number } = {},
   ) {
     this.now = opts.now ?? (() => performance.now());
-    this.softBytes = Math.max(2, Math.min(SOFT_QUEUE_BYTES, limits.maxQueuedBytes));
-    this.resumeBytes = Math.floor(this.softBytes / 2);
+    const high = Math.max(2, Math.min(DAEMON_BOUNDS.hubHighMark.value, limits.maxQueuedBytes));
+    this.queueMarks = marks(high, Math.floor(high / 2));
   }
 
   /**
@@ -290,8 +286,8 @@ export class SubscriptionHub {
     const extra = compact ? undefined : event.extra;
     const length = extra ? tail.length + extra.length : tail.length;
     const queued = conn.queuedBytes + sub.pendingBytes;
-    // Below resumeBytes an event is always taken (however big), so a resumed subscriber progresses.
-    if (queued >= this.resumeBytes && queued + length > this.softBytes) {
+    // Below the low mark an event is always taken (however big), so a resumed subscriber progresses.
+    if (queued >= this.queueMarks.low && queued + length > this.queueMarks.high) {
       // A live event refused: the feed pauses now, and the lag budget starts counting again.
       if (sub.handle?.phase === 'live') {
         sub.missedSinceDrain = 0;
@@ -392,9 +388,9 @@ export class SubscriptionHub {
   }
 
   private waitForCapacity(sub: Subscription): Promise<void> {
-    // Resume once half the soft threshold has drained: the socket still holds enough to stay busy.
+    // Resume once the queue is below its low mark (half the high mark): the socket still holds enough to stay busy.
     this.flushPending(sub);
-    return sub.peer.conn.whenQueueBelow(this.resumeBytes).then(() => {
+    return sub.peer.conn.drained(this.queueMarks.low).then(() => {
       // The connection drained: progress, so the allowance of missed bytes starts again.
       sub.missedSinceDrain = 0;
     });

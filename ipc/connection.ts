@@ -18,12 +18,12 @@ import {
 import type { DirectReads } from './direct-reads.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
-import { FrameWriter, SOCKET_HIGH_WATER_MARK } from './frame-writer.js';
+import { FrameWriter, SOCKET_HIGH_MARK } from './frame-writer.js';
 import { PendingRequests, type Pending } from './pending-requests.js';
 import { decode, decodeFromTrustedPeer } from './msgpack.js';
 import { EventBatchDecoder } from './event-batch.js';
 
-export { SOCKET_HIGH_WATER_MARK };
+export { SOCKET_HIGH_MARK };
 /** A graceful close that cannot flush within this time becomes a destroy. */
 const CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -240,12 +240,12 @@ export class Connection {
   }
 
   /**
-   * Resolves once queuedBytes is below `bytes` (checked as the socket hands writes to the kernel),
+   * Resolves once queuedBytes is below `below` (checked as the socket hands writes to the kernel),
    * or the connection closed.
    */
-  whenQueueBelow(bytes: number): Promise<void> {
+  drained(below: number): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return this.writer.whenQueueBelow(bytes);
+    return this.writer.drained(below);
   }
 
   /**
@@ -478,7 +478,7 @@ export class Connection {
         });
     }
     this.rejectAllPending();
-    this.writer.checkQueueWaiters();
+    this.writer.checkDrained();
     const handlers = this.closeHandlers;
     this.closeHandlers = [];
     for (const handler of handlers) this.callSafely(() => handler(this.closeError), 'onClose');

@@ -9,6 +9,8 @@ export interface FrameDecoderOptions {
   maxPayloadBytes: number;
   /** Once a frame's first byte arrived, the rest must arrive within this many ms (0 = no deadline). */
   frameDeadlineMs?: number;
+  /** The deadline's clock, ms (Date.now unless a test drives it). */
+  now?: () => number;
   /** Called synchronously with each payload, in order. Must not throw. */
   onFrame: (payload: Buffer) => void;
   /**
@@ -49,10 +51,12 @@ export class FrameDecoder {
   private partialFrame = -1;
   private partialSince = 0;
   private timer: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
 
   constructor(opts: FrameDecoderOptions) {
     this.maxPayloadBytes = opts.maxPayloadBytes;
     this.frameDeadlineMs = opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs;
+    this.now = opts.now ?? Date.now;
     this.onFrame = opts.onFrame;
     this.onBorrowedFrame = opts.onBorrowedFrame;
     this.onError = opts.onError;
@@ -238,7 +242,7 @@ export class FrameDecoder {
     if (this.frameDeadlineMs <= 0) return;
     if (this.partialFrame !== this.completed) {
       this.partialFrame = this.completed;
-      this.partialSince = Date.now();
+      this.partialSince = this.now();
     }
     if (!this.timer) this.armTimer(this.frameDeadlineMs);
   }
@@ -251,7 +255,7 @@ export class FrameDecoder {
   private checkDeadline(): void {
     this.timer = undefined;
     if (this.stopped || this.partialFrame === -1) return;
-    const elapsed = Date.now() - this.partialSince;
+    const elapsed = this.now() - this.partialSince;
     if (elapsed >= this.frameDeadlineMs) {
       this.fail(
         new AstraError('frame_timeout', `a frame started ${elapsed} ms ago and has not finished (deadline ${this.frameDeadlineMs} ms)`, {

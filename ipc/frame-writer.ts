@@ -3,21 +3,19 @@
 // backpressure or write batching happens here and nowhere else.
 import type net from 'node:net';
 import { AstraError, FRAME_HEADER_BYTES } from '../protocol/index.js';
+import { Level, WIRE_BOUNDS } from '../flow/index.js';
 
-/** Socket write high-water mark: above Node's 16 KiB default, which halves streaming throughput. */
-export const SOCKET_HIGH_WATER_MARK = 256 * 1024;
+// The bounds and their reasons: flow/wire-bounds.ts.
+/** A socket's write high mark (Node's writable highWaterMark). */
+export const SOCKET_HIGH_MARK = WIRE_BOUNDS.socketHighMark.value;
 /** Frames queued in one tick are copied into batches of this size and written once. */
-const BATCH_BYTES = 64 * 1024;
-/**
- * A connection's first batch: most connections (a refused one, a CLI call, an idle observer) never
- * send 4 KiB, and a 64 KiB batch each was 47 MB for 744 refused connection attempts at once. Once
- * a batch fills, the next ones are BATCH_BYTES.
- */
-const FIRST_BATCH_BYTES = 4 * 1024;
+const BATCH_BYTES = WIRE_BOUNDS.batch.value;
+/** A connection's first batch; once a batch fills, the next ones are BATCH_BYTES. */
+const FIRST_BATCH_BYTES = WIRE_BOUNDS.firstBatch.value;
 /** At most this much is handed to the socket at a time (see pump). */
-const SOCKET_INFLIGHT_BYTES = 256 * 1024;
+const SOCKET_INFLIGHT_BYTES = WIRE_BOUNDS.socketInFlight.value;
 /** writeParts queues parts at least this big by reference instead of copying them. */
-const ZERO_COPY_PART_BYTES = 16 * 1024;
+const ZERO_COPY_PART_BYTES = WIRE_BOUNDS.zeroCopyPart.value;
 
 /**
  * The one frame-size check of the outgoing side: throws frame_too_large (with size and limit) when
@@ -32,13 +30,8 @@ function raiseHighWaterMark(socket: net.Socket): void {
   // Accepted sockets are created by net.Server, so the option cannot be passed to them (unless the
   // server was created with `highWaterMark`); the writable state's field is what write() consults.
   const state = (socket as unknown as { _writableState?: { highWaterMark?: number } })._writableState;
-  if (state && typeof state.highWaterMark === 'number' && state.highWaterMark < SOCKET_HIGH_WATER_MARK)
-    state.highWaterMark = SOCKET_HIGH_WATER_MARK;
-}
-
-interface QueueWaiter {
-  below: number;
-  resolve: () => void;
+  if (state && typeof state.highWaterMark === 'number' && state.highWaterMark < SOCKET_HIGH_MARK)
+    state.highWaterMark = SOCKET_HIGH_MARK;
 }
 
 export class FrameWriter {
@@ -62,11 +55,10 @@ export class FrameWriter {
   private readonly afterWriteBound = () => {
     this.writesDone++;
     this.pump(false);
-    this.checkQueueWaiters();
+    this.queue.check();
   };
-  private queueWaiters: QueueWaiter[] = [];
-  /** Set by release(): waiters are told at the next check, whatever is queued. */
-  private released = false;
+  /** The level of queuedBytes, for drained(below). */
+  private readonly queue = new Level(() => this.queuedBytes);
   /** Set by discard(): nothing more reaches the socket. */
   private discarded = false;
 
@@ -136,10 +128,9 @@ export class FrameWriter {
     this.scheduleFlush();
   }
 
-  /** Resolves once queuedBytes is below `bytes` (checked as the socket hands writes to the kernel), or after release(). */
-  whenQueueBelow(bytes: number): Promise<void> {
-    if (this.released || this.queuedBytes < bytes) return Promise.resolve();
-    return new Promise((resolve) => this.queueWaiters.push({ below: bytes, resolve }));
+  /** Resolves once queuedBytes is below `below` (checked as the socket hands writes to the kernel), or after release(). */
+  drained(below: number): Promise<void> {
+    return this.queue.wait(below);
   }
 
   /** Hands what is queued to the socket: in slices (see pump), or all of it (`all`, before ending). */
@@ -149,9 +140,9 @@ export class FrameWriter {
     this.pump(all);
   }
 
-  /** The connection is closing: every queue waiter is let go at the next check. */
+  /** The connection is closing: every drained() wait is let go at the next check. */
   release(): void {
-    this.released = true;
+    this.queue.release();
   }
 
   /** Drops everything queued; with `forever`, nothing written later reaches the socket either. */
@@ -166,16 +157,9 @@ export class FrameWriter {
     this.unflushed = 0;
   }
 
-  /** Lets go of every queue waiter whose bound is met (all of them after release()). */
-  checkQueueWaiters(): void {
-    if (this.queueWaiters.length === 0) return;
-    const queued = this.released ? -1 : this.queuedBytes;
-    const keep: QueueWaiter[] = [];
-    for (const w of this.queueWaiters) {
-      if (queued < w.below) w.resolve();
-      else keep.push(w);
-    }
-    this.queueWaiters = keep;
+  /** Lets go of every drained() wait whose mark is met (all of them after release()). */
+  checkDrained(): void {
+    this.queue.check();
   }
 
   /** A new batch with room for at least `need` bytes (need < BATCH_BYTES). */
@@ -223,7 +207,7 @@ export class FrameWriter {
    * Hands queued buffers to the socket while it holds less than SOCKET_INFLIGHT_BYTES (all of them
    * when `all`); each write's callback hands over more. Node passes everything buffered behind a
    * write to the kernel as one writev and completes it at once, so handing over a megabyte would
-   * make the queue drop from a megabyte to nothing in one step; in slices, whenQueueBelow waiters
+   * make the queue drop from a megabyte to nothing in one step; in slices, drained() waits
    * (a paused subscriber) hear of progress while the socket still has data in flight.
    */
   private pump(all: boolean): void {
@@ -249,7 +233,7 @@ export class FrameWriter {
 
   private handleDrain(): void {
     this.pump(false);
-    this.checkQueueWaiters();
+    this.queue.check();
     // Drained means all of it: not while buffers are still waiting for their turn (see pump).
     if (this.outbox.length === 0) this.onDrained();
   }

@@ -7,7 +7,7 @@ export { DirectReads } from './direct-reads.js';
 export { FrameWriter, checkOutgoingSize } from './frame-writer.js';
 export {
   Connection,
-  SOCKET_HIGH_WATER_MARK,
+  SOCKET_HIGH_MARK,
   type ConnectionState,
   type ConnectionOptions,
   type RequestOptions,

@@ -41,6 +41,7 @@ import { RecordQueue } from './journal-queue.js';
 import { readWritten } from './journal-read.js';
 import { openJournalFile, type JournalDamage } from './journal-scan.js';
 import type { JournalLogger } from './logger.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
 export type { JournalDamage } from './journal-scan.js';
 
@@ -75,8 +76,8 @@ export interface JournalOpenOptions extends JournalWriteOptions {
 
 /** Records bigger than this get a buffer of their own. */
 const OWN_BUFFER_BYTES = 1024 * 1024;
-/** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously. */
-const MAX_QUEUED_BEHIND = 32 * 1024 * 1024;
+/** Bytes queued behind a direct write in flight beyond which flush() writes them synchronously (flow/daemon-bounds.ts journalQueuedBehind). */
+const MAX_QUEUED_BEHIND = DAEMON_BOUNDS.journalQueuedBehind.value;
 
 export class SessionJournal {
   readonly file: string;

@@ -3,6 +3,7 @@
 // is behind: chunks wait here (reading continues up to a read-ahead bound, then the source is paused)
 // until it has drained. The same contract as the shell engine's pipes.
 import { LIMITS } from '../protocol/index.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
 export type OutputStream = 'stdout' | 'stderr';
 
@@ -16,7 +17,7 @@ export interface CoalescerSink {
  * How far output is read ahead while the consumer is behind before the terminal is paused (the program
  * then blocks on its full terminal): a short stall of the journal does not stop the program.
  */
-export const HELD_READ_AHEAD_BYTES = 8 * 1024 * 1024;
+export const HELD_READ_AHEAD_BYTES = DAEMON_BOUNDS.ptyReadAhead.value;
 
 /**
  * A chunk this large means the command is streaming (a pseudo-terminal gives at most 4 KiB a read, one
@@ -27,8 +28,8 @@ export const HELD_READ_AHEAD_BYTES = 8 * 1024 * 1024;
  * discipline keeps 4096 with one for itself), so a threshold of 4096 never saw `seq` streaming — 4,300
  * events for `seq 1 2000000` instead of ~450 (exported for the tests).
  */
-export const STREAMING_BYTES = 2048;
-export const STREAMING_GATHER_MS = 1;
+export const STREAMING_BYTES = DAEMON_BOUNDS.ptyStreamingChunk.value;
+export const STREAMING_GATHER_MS = DAEMON_BOUNDS.ptyGatherMs.value;
 
 /** The one-tick coalescing and backpressure shared by both transports. */
 export class OutputCoalescer {

@@ -10,26 +10,10 @@ import os from 'node:os';
 import { OutputCoalescer, type OutputStream } from './output-coalescer.js';
 import { guardTerminalDrain } from './pty-drain.js';
 import { checkTerminalSize } from './size.js';
+import type { PtyModule, PtyProcess } from './pty-process.js';
 
 export type { OutputStream };
-
-/** The part of @lydell/node-pty this file uses (loaded at run time: a native module may be absent). */
-export interface PtyProcess {
-  readonly pid: number;
-  onData(listener: (data: Buffer | string) => void): { dispose(): void };
-  onExit(listener: (e: { exitCode: number; signal?: number }) => void): { dispose(): void };
-  write(data: string | Buffer): void;
-  resize(cols: number, rows: number): void;
-  pause(): void;
-  resume(): void;
-}
-export interface PtyModule {
-  spawn(
-    file: string,
-    args: string[],
-    opts: { name: string; cols: number; rows: number; cwd: string; env: Record<string, string>; encoding: null },
-  ): PtyProcess;
-}
+export type { PtyModule, PtyProcess };
 
 export type PtyLoader = () => PtyModule;
 

@@ -16,7 +16,7 @@
 // What does not fit is written again a little later.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import type { PtyProcess } from './pty-command.js';
+import type { PtyProcess } from './pty-process.js';
 
 interface NodePtyInternals {
   _pty?: string;

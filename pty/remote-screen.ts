@@ -13,6 +13,7 @@ import { Worker } from 'node:worker_threads';
 import { CommandScreen, type CommandScreenOptions, type ScreenSnapshot } from './screen.js';
 import type { FromWorker, ToWorker } from './screen-worker.js';
 import { checkTerminalSize } from './size.js';
+import { Level } from '../flow/index.js';
 
 export interface ScreenHandle {
   readonly pendingBytes: number;
@@ -21,7 +22,8 @@ export interface ScreenHandle {
   write(data: Uint8Array): void;
   resize(cols: number, rows: number): void;
   snapshot(withScrollback?: boolean): Promise<ScreenSnapshot>;
-  whenParsed(below: number): Promise<void>;
+  /** Resolves once fewer than `below` written bytes wait to be parsed (or the screen is disposed or broken). */
+  drained(below: number): Promise<void>;
   dispose(): void;
 }
 
@@ -144,7 +146,8 @@ export class RemoteScreen implements ScreenHandle {
   private brokenWhy: string | undefined;
   private nextReq = 1;
   private readonly snapshots = new Map<number, { resolve: (s: ScreenSnapshot) => void; reject: (e: Error) => void }>();
-  private parsedWaiters: { below: number; resolve: () => void }[] = [];
+  /** The level of pendingBytes, for drained(below). */
+  private readonly unparsed = new Level(() => this.pending);
 
   constructor(
     private readonly worker: ScreenWorker,
@@ -186,18 +189,14 @@ export class RemoteScreen implements ScreenHandle {
     });
   }
 
-  whenParsed(below: number): Promise<void> {
-    if (this.pending < below || this.disposed || this.broken) return Promise.resolve();
-    return new Promise((resolve) => this.parsedWaiters.push({ below, resolve }));
+  drained(below: number): Promise<void> {
+    return this.unparsed.wait(below);
   }
 
   /** @internal From the worker. */
   parsed(bytes: number): void {
     this.pending = Math.max(0, this.pending - bytes);
-    if (this.parsedWaiters.length === 0) return;
-    const still: { below: number; resolve: () => void }[] = [];
-    for (const w of this.parsedWaiters) (this.pending < w.below ? w.resolve() : still.push(w));
-    this.parsedWaiters = still;
+    this.unparsed.check();
   }
 
   /** @internal From the worker. */
@@ -220,7 +219,8 @@ export class RemoteScreen implements ScreenHandle {
   private settle(why: string): void {
     for (const p of this.snapshots.values()) p.reject(new Error(why));
     this.snapshots.clear();
-    for (const w of this.parsedWaiters.splice(0)) w.resolve();
+    this.unparsed.release();
+    this.unparsed.check();
     this.pending = 0;
   }
 

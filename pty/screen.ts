@@ -7,7 +7,7 @@
 // exact point of the byte stream goes through its write queue: a resize applies after the bytes
 // written before it, and a snapshot is taken (synchronously) in the queue's callback right after
 // the last byte written before it was parsed, so it shows exactly those bytes. `pendingBytes` says
-// how far parsing is behind; the owner holds the program back past a limit (whenParsed).
+// how far parsing is behind; the owner holds the program back past a limit (drained).
 //
 // Holding: while the emulator has bytes it has not parsed, later writes (and the resizes and
 // snapshots asked for after them) wait here, in order; when its queue is empty the held bytes up to
@@ -23,6 +23,7 @@ import type { SerializeAddon as XtermSerializeAddon } from '@xterm/addon-seriali
 import { checkTerminalSize } from './size.js';
 import { useFastLineCopy } from './xterm-line-copy.js';
 import { unseenPart } from './unseen-output.js';
+import { DAEMON_BOUNDS, Level } from '../flow/index.js';
 
 // Both packages are CommonJS; createRequire keeps their classes typed without an interop default.
 const requireCjs = createRequire(import.meta.url);
@@ -43,7 +44,7 @@ interface XtermInternals {
  * nothing (~350 ms of parse for its 16.9 MB, as before).
  */
 export const DEFAULT_SKIP_AT_LEAST = 64 * 1024;
-const HOLD_MS = 16;
+const HOLD_MS = DAEMON_BOUNDS.screenHoldMs.value;
 
 export type MouseTracking = 'none' | 'x10' | 'vt200' | 'drag' | 'any';
 
@@ -98,7 +99,8 @@ export class CommandScreen {
   private heldOps = 0;
   /** Set while short held output waits for more (release). */
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private parsedWaiters: { below: number; resolve: () => void }[] = [];
+  /** The level of pendingBytes, for drained(below). */
+  private readonly unparsed = new Level(() => this.pending);
   /** Snapshots asked for and not taken yet: refused if the screen is disposed first. */
   private readonly snapshotWaiters = new Set<(e: Error) => void>();
   private readonly onParsed: ((bytes: number) => void) | undefined;
@@ -248,16 +250,12 @@ export class CommandScreen {
   private parsed(n: number): void {
     this.pending -= n;
     this.onParsed?.(n);
-    if (this.parsedWaiters.length === 0) return;
-    const still: { below: number; resolve: () => void }[] = [];
-    for (const w of this.parsedWaiters) (this.pending < w.below ? w.resolve() : still.push(w));
-    this.parsedWaiters = still;
+    this.unparsed.check();
   }
 
   /** Resolves once fewer than `below` written bytes wait to be parsed (or the screen is disposed). */
-  whenParsed(below: number): Promise<void> {
-    if (this.pending < below || this.disposed) return Promise.resolve();
-    return new Promise((resolve) => this.parsedWaiters.push({ below, resolve }));
+  drained(below: number): Promise<void> {
+    return this.unparsed.wait(below);
   }
 
   /** Applies after the bytes written before it (the program drew those at the old size). */
@@ -352,7 +350,8 @@ export class CommandScreen {
     this.disposed = true;
     this.held = [];
     if (this.timer) clearTimeout(this.timer);
-    for (const w of this.parsedWaiters.splice(0)) w.resolve();
+    this.unparsed.release();
+    this.unparsed.check();
     for (const reject of this.snapshotWaiters) reject(new Error('the screen was disposed: the command has ended'));
     this.snapshotWaiters.clear();
     this.term.dispose();

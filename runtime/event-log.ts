@@ -12,6 +12,7 @@ import { StoredEvent, type EncodedBody, type EventBody } from './event-body.js';
 import type { EventTail } from './event-tail.js';
 import { RecordKind, type SessionJournal } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
+import { Level } from '../flow/index.js';
 
 /** A full disk is retried this often at first, then less often, up to RETRY_MAX_MS. */
 const RETRY_FIRST_MS = 1000;
@@ -57,8 +58,8 @@ export class EventLog {
   /** Appended events not yet published, and the journal offset each one's record ends at: published once the journal's size reaches it. */
   private unpublished: StoredEvent[] = [];
   private unpublishedEnds: number[] = [];
-  /** Engines waiting in drained(): each resolves once the backlog is below its limit. */
-  private drainWaiters: { limit: number; resolve: () => void }[] = [];
+  /** The level of backlogBytes, for drained(below): engines wait there. */
+  private readonly backlog = new Level(() => this.backlogBytes);
   private flushScheduled = false;
   private syncTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -205,21 +206,10 @@ export class EventLog {
     return this.journal.nextOffset - this.journal.size;
   }
 
-  /** Resolves once backlogBytes is below `limit` (or the session closes). */
-  drained(limit: number): Promise<void> {
-    if (this.backlogBytes < limit || this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push({ limit, resolve }));
-  }
-
-  private wakeDrainWaiters(all: boolean): void {
-    if (this.drainWaiters.length === 0) return;
-    const backlog = this.backlogBytes;
-    const waiting = this.drainWaiters;
-    this.drainWaiters = [];
-    for (const w of waiting) {
-      if (all || backlog < w.limit) w.resolve();
-      else this.drainWaiters.push(w);
-    }
+  /** Resolves once backlogBytes is below `below` (or the session closes). */
+  drained(below: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return this.backlog.wait(below);
   }
 
   /** Publishes, in order, the appended events whose records are in the journal file. */
@@ -246,7 +236,7 @@ export class EventLog {
       onPublish(e);
     }
     this.opts.onPublished();
-    this.wakeDrainWaiters(false);
+    this.backlog.check();
     if (!this.syncTimer && !this.closed) {
       this.syncTimer = setTimeout(() => {
         this.syncTimer = undefined;
@@ -283,7 +273,8 @@ export class EventLog {
       await this.journal.close();
       this.publishWritten();
     } finally {
-      this.wakeDrainWaiters(true);
+      this.backlog.release();
+      this.backlog.check();
     }
   }
 }

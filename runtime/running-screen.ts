@@ -1,4 +1,4 @@
-// RunningScreen: the one owner of a session's command screen — the CommandScreen (terminal/screen.ts)
+// RunningScreen: the one owner of a session's command screen — the CommandScreen (pty/screen.ts)
 // of the command running in a pseudo-terminal now, if any. The session host hands it every event as
 // it is appended: command.started with tty: true creates the screen at the session's terminal size;
 // each command.output feeds it the same bytes, noting their seq; command.completed, turn.completed
@@ -7,20 +7,21 @@
 // output through `atSeq` left it.
 //
 // The emulator parses on a worker thread where the built package has its script
-// (terminal/remote-screen.ts), else on the event loop, in slices. So that a flood neither blocks the
-// daemon nor grows its memory, the engine is told "behind" (EngineContext.emit answers false) once more than
-// HIGH_WATER bytes wait to be parsed, and its drained() waits for the parser too: the program is
-// held back, as a real terminal holds back a program writing faster than it draws. Past HARD_LIMIT
+// (pty/remote-screen.ts), else on the event loop, in slices. So that a flood neither blocks the
+// daemon nor grows its memory, the screen is `full` once HIGH_MARK bytes wait to be parsed: the engine
+// is held (EngineContext.emit answers false) and its drained() waits for the parser too, as a real
+// terminal holds back a program writing faster than it draws. Past GIVE_UP
 // (an engine that ignores backpressure) the screen is given up: subscribers then get the command's
 // output as events, as without `screen`.
 import type { EventType } from '../protocol/index.js';
 import type { RuntimeLogger } from './logger.js';
 import { openScreen, warmScreenWorker, type ScreenHandle } from '../pty/remote-screen.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
-/** Bytes waiting for the emulator past which the engine is told it is behind. */
-const HIGH_WATER = 4 * 1024 * 1024;
-/** Bytes waiting for the emulator past which the screen is given up (the emulator itself drops data at 50 MB). */
-const HARD_LIMIT = 32 * 1024 * 1024;
+/** Bytes waiting for the emulator at which the engine is held (flow/daemon-bounds.ts screenHighMark). */
+const HIGH_MARK = DAEMON_BOUNDS.screenHighMark.value;
+/** Bytes waiting for the emulator past which the screen is given up (screenGiveUp). */
+const GIVE_UP = DAEMON_BOUNDS.screenGiveUp.value;
 /** The scrollback text sent with a screen is cut to about this many bytes (the frame limit is 8 MiB). */
 const MAX_SCROLLBACK_CHARS = 2 * 1024 * 1024;
 
@@ -111,7 +112,7 @@ export class RunningScreen {
     if (c.screen.broken) {
       this.logger.warn({ sessionId: this.sessionId, turnId }, 'the command screen was lost (its worker stopped); subscribers get the output as events');
       this.dispose();
-    } else if (c.screen.pendingBytes > HARD_LIMIT) {
+    } else if (c.screen.pendingBytes > GIVE_UP) {
       this.logger.warn({ sessionId: this.sessionId, turnId, pendingBytes: c.screen.pendingBytes }, 'the command screen fell too far behind its output; given up (subscribers get the output as events)');
       this.dispose();
     }
@@ -136,14 +137,14 @@ export class RunningScreen {
     return this.current !== undefined;
   }
 
-  /** More output waits for the emulator than it should: the engine is told it is behind. */
-  get behind(): boolean {
-    return (this.current?.screen.pendingBytes ?? 0) >= HIGH_WATER;
+  /** As much output waits for the emulator as it may: the engine is held. */
+  get full(): boolean {
+    return (this.current?.screen.pendingBytes ?? 0) >= HIGH_MARK;
   }
 
-  /** Resolves once the emulator is below the high water (at once without a screen). */
+  /** Resolves once the emulator is below the high mark (at once without a screen). */
   drained(): Promise<void> {
-    return this.current ? this.current.screen.whenParsed(HIGH_WATER) : Promise.resolve();
+    return this.current ? this.current.screen.drained(HIGH_MARK) : Promise.resolve();
   }
 
   /**

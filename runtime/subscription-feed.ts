@@ -1,78 +1,17 @@
 // SubscriptionFeed: one subscriber of one session, and the one owner of where it stands — its
-// `phase` and `lastSeq`. It replays the backlog page by page (from the session's in-memory tail, or
+// `state` and `lastSeq`. It replays the backlog page by page (from the session's in-memory tail, or
 // the journal), switches to live at a moment when the subscriber has seen everything published (no
 // gap, no duplicate), and when the sink refuses a live event it pauses, waits for capacity, replays
 // from memory or the journal, and goes live again. Nothing is queued per subscriber meanwhile.
-import type { SessionEvent } from '../protocol/index.js';
 import type { StoredEvent } from './event-body.js';
 import type { RuntimeLogger } from './logger.js';
 import type { ScreenCapture } from './running-screen.js';
+import type { FeedPhase, FeedNotice, SubscriptionSink } from './subscription-sink.js';
+import { FLOOD_BYTES, FloodWatch } from './flood-watch.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
 export type { ScreenCapture };
-
-/** What a subscriber may ask for beyond sinceSeq (the wire's session/subscribe options). */
-export interface SubscribeOptions {
-  /**
-   * If a command is running in a pseudo-terminal: its current screen (onScreen) instead of its
-   * output so far — the turn's command.output after its command.started through the screen's atSeq
-   * is never delivered to this subscription, neither in the backlog nor live.
-   */
-  screen?: boolean;
-  /** Without sinceSeq: start the backlog at a turn so that finished turns' output in it is about this many lines (SessionState.historyStart). */
-  historyLines?: number;
-}
-
-/** 'replaying': the first backlog; 'live': fed as events are published; 'paused': refused one, re-fed from the backlog until caught up. */
-export type FeedPhase = 'replaying' | 'live' | 'paused';
-
-/** Something a subscriber is told that is not an event (no event could carry it). */
-export interface FeedNotice {
-  sessionId: string;
-  /** 'disk_full': the session's events cannot be written, so none are published until there is space; 'disk_ok': they are again. */
-  reason: 'disk_full' | 'disk_ok';
-  message: string;
-  path?: string;
-}
-
-export interface SubscriptionSink {
-  /**
-   * Returning false refuses the event (the sink is full): the subscription pauses, and once
-   * waitForCapacity resolves it is fed again from this event on, from memory or the journal, then
-   * switched back to live without a gap. Nothing is queued per subscriber meanwhile.
-   */
-  onEvent?(e: SessionEvent): boolean | void;
-  /**
-   * Instead of onEvent (a sink has one of the two; same contract): the event as stored, with its
-   * encoded body; an event read back from the journal is then never decoded unless the sink asks.
-   */
-  onStored?(e: StoredEvent): boolean | void;
-  waitForCapacity?(): Promise<void>;
-  /**
-   * Called once the backlog has been delivered; live events follow. Not called again after a pause.
-   * `historyFromSeq`: with historyLines, the events before this seq were left out.
-   */
-  onReplayed?(throughSeq: number, info: { historyFromSeq?: number }): void;
-  /**
-   * With `screen: true` and a command running in a pseudo-terminal: its screen, standing for its
-   * command.output through `atSeq`. Called where the stream reaches atSeq — before any event after
-   * it, and before onReplayed — so normally right after the backlog.
-   */
-  onScreen?(s: ScreenCapture): void;
-  /** A published event a paused subscription did not get live (it will be replayed); `bytes` is its encoded size. */
-  onSkipped?(seq: number, bytes: number): void;
-  /** See FeedNotice. */
-  onNotice?(n: FeedNotice): void;
-}
-
-/** A subscriber's side of its feed: where it stands (the feed is the one owner of both), and the way out. */
-export interface SubscriptionHandle {
-  /** The session's head when the subscription was made. */
-  readonly headSeq: number;
-  readonly phase: FeedPhase;
-  /** The last seq the sink took. */
-  readonly lastSeq: number;
-  unsubscribe(): void;
-}
+export type { FeedNotice, FeedPhase, SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-sink.js';
 
 /** What a feed reads from: its session. */
 export interface FeedSource {
@@ -93,27 +32,34 @@ export interface FeedSource {
   drop(feed: SubscriptionFeed): void;
 }
 
+// The bounds and their reasons: flow/daemon-bounds.ts.
 /** A subscriber waiting for capacity this long (and a turn of the event loop) holds no events in the catch-up cache (see waitForCapacity). */
-const CATCHUP_STALL_MS = 200;
-const SUBSCRIBE_PAGE_EVENTS = 2000;
-const SUBSCRIBE_PAGE_BYTES = 1024 * 1024;
+const CATCHUP_STALL_MS = DAEMON_BOUNDS.feedStallMs.value;
+const SUBSCRIBE_PAGE_EVENTS = DAEMON_BOUNDS.feedPageEvents.value;
+const SUBSCRIBE_PAGE_BYTES = DAEMON_BOUNDS.feedPageBytes.value;
 /**
- * A screen subscriber fed more than FLOOD_BYTES of a command's output within FLOOD_WINDOW_MS gets
- * frames instead: the output is left out and the command's screen comes every FRAME_MS, for as long
- * as the output keeps coming that fast (as tmux redraws its clients at a bounded rate). About
- * 2.5 MB/s: far above what anyone reads, far below a flood (`seq`, `cat` of a big file, a build).
+ * A screen subscriber fed a flood of a command's output (flood-watch.ts) gets frames instead: the
+ * output is left out and the command's screen comes every FRAME_MS, for as long as the output keeps
+ * coming that fast (as tmux redraws its clients at a bounded rate).
  */
-const FLOOD_WINDOW_MS = 50;
-const FLOOD_BYTES = 128 * 1024;
-const FRAME_MS = 33;
+const FRAME_MS = DAEMON_BOUNDS.frameMs.value;
+
+/**
+ * Where a feed stands. 'replaying': the first backlog; 'live': fed as events are published;
+ * 'paused': it refused one (or its screen is due again), re-fed from the backlog until caught up;
+ * 'framing': a screen subscriber flooded with output, paused between frames of the screen;
+ * 'stalled': waiting for capacity for longer than CATCHUP_STALL_MS in one of the three before
+ * (`stalledFrom`), holding nothing in the catch-up cache; 'closed': unsubscribed or dropped.
+ */
+export type FeedState = 'replaying' | 'live' | 'paused' | 'framing' | 'stalled' | 'closed';
+type Replaying = 'replaying' | 'paused' | 'framing';
 
 export class SubscriptionFeed {
-  phase: FeedPhase = 'replaying';
+  state: FeedState = 'replaying';
+  /** While 'stalled': the state it stalled in, and goes back to once the sink takes more. */
+  private stalledFrom: Replaying = 'replaying';
   /** The last seq the sink took. */
   lastSeq: number;
-  closed = false;
-  /** Waiting for capacity for longer than CATCHUP_STALL_MS: it holds nothing in the catch-up cache. */
-  stalled = false;
   /** A screen to capture before the backlog (screen: true), then to send where the stream reaches its atSeq. */
   private wantScreen: boolean;
   /**
@@ -126,11 +72,9 @@ export class SubscriptionFeed {
   private catchUp = false;
   /** The screen asked for is sent even if it stands for no output the subscriber lacks (refreshScreen). */
   private forceScreen = false;
-  /** Output delivered live since floodSince (ms): past FLOOD_BYTES in FLOOD_WINDOW_MS it gets frames. */
-  private floodSince = 0;
-  private floodBytes = 0;
-  /** Getting frames: output left out since the last frame (the flood goes on while it is large). */
-  private framing = false;
+  /** Output delivered live, watched for a flood (then it gets frames). */
+  private readonly flood: FloodWatch;
+  /** While framing: output left out since the last frame (the flood goes on while it is large). */
   private cutBytes = 0;
   /** The replay reached output past the frame's screen while the flood goes on: the next frame is due. */
   private frameDue = false;
@@ -140,8 +84,6 @@ export class SubscriptionFeed {
   /** The running command's output the screen stands for: command.output in (fromSeq, atSeq] is taken without delivering it. */
   private cut: { fromSeq: number; atSeq: number } | undefined;
   private readonly historyFromSeq: number | undefined;
-  /** The flood detector's clock, ms (Date.now unless a test drives it). */
-  private readonly now: () => number;
 
   constructor(
     private readonly source: FeedSource,
@@ -149,16 +91,31 @@ export class SubscriptionFeed {
     sinceSeq: number,
     opts: { screen?: boolean; historyFromSeq?: number | undefined; now?: () => number } = {},
   ) {
-    this.now = opts.now ?? Date.now;
+    // The flood detector's clock, ms (Date.now unless a test drives it).
+    this.flood = new FloodWatch(opts.now ?? Date.now);
     this.lastSeq = sinceSeq;
     this.wantScreen = opts.screen === true;
     this.screenSubscriber = this.wantScreen;
     this.historyFromSeq = opts.historyFromSeq;
   }
 
+  /** Where the feed stands as its handle tells it: 'framing' is 'paused', 'stalled' what it stalled in. */
+  get phase(): FeedPhase {
+    const s = this.state === 'stalled' ? this.stalledFrom : this.state;
+    return s === 'framing' ? 'paused' : s === 'closed' ? 'paused' : s;
+  }
+
+  get closed(): boolean {
+    return this.state === 'closed';
+  }
+
+  get stalled(): boolean {
+    return this.state === 'stalled';
+  }
+
   /** The oldest seq this feed still needs kept in memory (Infinity when it needs none). */
   get neededSeq(): number {
-    return this.phase === 'live' || this.closed || this.stalled ? Infinity : this.lastSeq + 1;
+    return this.state === 'live' || this.state === 'closed' || this.state === 'stalled' ? Infinity : this.lastSeq + 1;
   }
 
   start(): void {
@@ -166,13 +123,13 @@ export class SubscriptionFeed {
   }
 
   close(): void {
-    this.closed = true;
+    this.state = 'closed';
   }
 
   /** A newly published event. */
   offer(e: StoredEvent): void {
-    if (this.closed) return;
-    if (this.phase !== 'live') {
+    if (this.state === 'closed') return;
+    if (this.state !== 'live') {
       if (this.phase === 'paused' && this.sink.onSkipped) this.sink.onSkipped(e.seq, e.bodyLength);
       // Getting frames and the command ended: its last screen goes now, not at the end of the frame's time.
       if (this.wakeFrame && (e.type === 'command.completed' || e.type === 'turn.completed')) this.wakeFrame();
@@ -184,7 +141,7 @@ export class SubscriptionFeed {
       return;
     }
     if (this.closed) return;
-    this.phase = 'paused';
+    this.state = 'paused';
     if (this.screenSubscriber) this.wantScreen = this.catchUp = true;
     this.startReplay(true);
   }
@@ -205,28 +162,21 @@ export class SubscriptionFeed {
   refreshScreen(): void {
     if (this.closed || !this.screenSubscriber) return;
     this.wantScreen = this.catchUp = this.forceScreen = true;
-    if (this.phase !== 'live') return; // the replay under way, or the next one, takes it
-    this.phase = 'paused';
+    if (this.state !== 'live') return; // the replay under way, or the next one, takes it
+    this.state = 'paused';
     this.startReplay(false);
   }
 
   /** Live output to a screen subscriber: a flood of it turns into frames. */
   private watchFlood(bytes: number): void {
-    const now = this.now();
-    if (now - this.floodSince > FLOOD_WINDOW_MS) {
-      this.floodSince = now;
-      this.floodBytes = 0;
-    }
-    this.floodBytes += bytes;
-    if (this.floodBytes <= FLOOD_BYTES || !this.source.screenRunning?.()) return;
-    this.floodBytes = 0;
-    this.framing = true;
+    if (!this.flood.add(bytes) || !this.source.screenRunning?.()) return;
+    this.flood.restart();
     this.nextFrame();
   }
 
   /** Pauses for a frame's time, then catches up with the screen (see FRAME_MS). */
   private nextFrame(): void {
-    this.phase = 'paused';
+    this.state = 'framing';
     this.wantScreen = this.catchUp = true;
     this.cutBytes = 0;
     // A command that has ended already (its output still being replayed) waits for nothing: its last screen goes at once.
@@ -237,7 +187,7 @@ export class SubscriptionFeed {
     this.replay(waitFirst, delayMs).catch((err: Error) => {
       if (this.source.isClosed) return; // the runtime closed under a replay: nothing to report
       this.source.logger.error({ sessionId: this.source.id, err: err.message }, 'subscription replay failed; subscriber dropped');
-      this.closed = true;
+      this.state = 'closed';
       this.source.drop(this);
     });
   }
@@ -292,20 +242,19 @@ export class SubscriptionFeed {
     for (;;) {
       if (this.closed || src.isClosed) return;
       if (this.lastSeq >= src.publishedSeq) {
-        const announce = this.phase === 'replaying';
+        const announce = this.state === 'replaying';
         // A screen taken past what was published goes now; the rest of its output is cut live.
         if (this.screen) this.sendScreen();
         if (this.closed) return;
         // Frames go on while the output floods: this frame left out more than a flood's worth.
-        if (this.framing) {
+        if (this.state === 'framing') {
           if (this.cutBytes > FLOOD_BYTES && src.screenRunning?.()) {
             this.nextFrame();
             return;
           }
-          this.framing = false;
-          this.floodSince = 0;
+          this.flood.reset();
         }
-        this.phase = 'live';
+        this.state = 'live';
         // What was kept in memory for it may go now.
         src.trimTail();
         // A resume after a pause is silent: the subscriber's stream simply goes on.
@@ -354,8 +303,10 @@ export class SubscriptionFeed {
       // before (the capacity the sink may already have): a daemon busy for CATCHUP_STALL_MS is not a
       // reader that stopped.
       setImmediate(() => {
-        if (!waiting) return;
-        this.stalled = true;
+        const s = this.state;
+        if (!waiting || (s !== 'replaying' && s !== 'paused' && s !== 'framing')) return;
+        this.stalledFrom = s;
+        this.state = 'stalled';
         this.source.trimTail();
       });
     }, CATCHUP_STALL_MS);
@@ -365,7 +316,7 @@ export class SubscriptionFeed {
     } finally {
       waiting = false;
       clearTimeout(timer);
-      this.stalled = false;
+      if (this.state === 'stalled') this.state = this.stalledFrom;
     }
   }
 
@@ -376,7 +327,7 @@ export class SubscriptionFeed {
       this.sink.onScreen?.(s);
     } catch (err) {
       this.source.logger.error({ sessionId: this.source.id, err: (err as Error).message }, 'subscriber threw on a screen; unsubscribing it');
-      this.closed = true;
+      this.state = 'closed';
       this.source.drop(this);
     }
   }
@@ -389,7 +340,7 @@ export class SubscriptionFeed {
   private deliver(e: StoredEvent): boolean {
     const cut = this.cut;
     if (cut) {
-      if (e.seq > cut.atSeq && this.framing && e.type === 'command.output' && this.cutBytes > FLOOD_BYTES) {
+      if (e.seq > cut.atSeq && this.state === 'framing' && e.type === 'command.output' && this.cutBytes > FLOOD_BYTES) {
         // Output past this frame's screen, and the flood goes on: it waits for the next frame.
         if (this.screen) this.sendScreen();
         this.cut = undefined;
@@ -411,7 +362,7 @@ export class SubscriptionFeed {
       if ((sink.onStored ? sink.onStored(e) : sink.onEvent!(e.event)) === false) return false;
     } catch (err) {
       this.source.logger.error({ sessionId: this.source.id, err: (err as Error).message }, 'subscriber threw; unsubscribing it');
-      this.closed = true;
+      this.state = 'closed';
       this.source.drop(this);
       return false;
     }

@@ -15,9 +15,10 @@ import { chatCommandEnv } from './chat/options.js';
 import type { ChatEngineContext, ToolCommandOutcome } from './chat/context.js';
 import { OutputCapture } from './chat/tool-output.js';
 import type { RunningTurn } from './session-state.js';
+import { DAEMON_BOUNDS } from '../flow/index.js';
 
-/** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */
-const BACKLOG_HIGH_WATER = 16 * 1024 * 1024;
+/** EngineContext.emit returns false once this many bytes of a session's events wait for the disk (flow/daemon-bounds.ts turnBacklog). */
+const BACKLOG_HIGH_MARK = DAEMON_BOUNDS.turnBacklog.value;
 
 export interface TurnDeps {
   engines: Record<string, Engine>;
@@ -111,10 +112,10 @@ export class Turns {
         } catch (e) {
           this.d.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
         }
-        // Behind when the disk is, or when the running command's screen has not parsed its output yet.
-        return host.backlogBytes < BACKLOG_HIGH_WATER && !host.screen.behind;
+        // Held when the journal's backlog is full, or the running command's screen is.
+        return host.backlogBytes < BACKLOG_HIGH_MARK && !host.screen.full;
       },
-      drained: () => host.drained(BACKLOG_HIGH_WATER),
+      drained: () => host.drained(BACKLOG_HIGH_MARK),
       terminalSize: () => ({ ...host.state.terminalSize }),
       attachTerminal: (t) => {
         turn.terminal = t;

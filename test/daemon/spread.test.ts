@@ -28,7 +28,7 @@ function fakePeer(id: string, batchEvents = true) {
       const seqs = msg.method === 'session/events' ? msg.params.events!.map((e) => e.seq) : [msg.params.seq!];
       frames.push({ at: performance.now(), seqs });
     },
-    whenQueueBelow: () => Promise.resolve(),
+    drained: () => Promise.resolve(),
     notify() {},
   };
   const peer = { id, conn, batchEvents, mutedNotifications: new Set<string>(), notify() {} } as unknown as Peer;

@@ -419,7 +419,7 @@ describe('Connection outbound queue', () => {
     server.sendParts([head, bin]);
   }
 
-  it('hands a backlog to the socket in slices: queuedBytes falls step by step, and whenQueueBelow hears each step', async () => {
+  it('hands a backlog to the socket in slices: queuedBytes falls step by step, and drained hears each step', async () => {
     const { server, raw, socket, received } = await rawPeer();
     raw.pause();
     for (let i = 0; i < 64; i++) sendBig(server, i, i);
@@ -433,7 +433,7 @@ describe('Connection outbound queue', () => {
     const steps: number[] = [];
     raw.resume();
     for (let q = server.queuedBytes; q > 0; ) {
-      await server.whenQueueBelow(q);
+      await server.drained(q);
       expect(socket.writableLength).toBeLessThanOrEqual(slice);
       expect(server.queuedBytes).toBeLessThan(q);
       q = server.queuedBytes;

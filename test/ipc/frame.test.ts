@@ -184,6 +184,27 @@ describe('FrameDecoder', () => {
     }
   });
 
+  it('measures the deadline on the clock it is given', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let now = 5_000;
+      const frame = encodeFrame({ method: 'x', params: { s: 'y'.repeat(50) } }, 1024);
+      const errors: AstraError[] = [];
+      const decoder = new FrameDecoder({ maxPayloadBytes: 1024, frameDeadlineMs: 100, now: () => now, onFrame: () => {}, onError: (e) => errors.push(e) });
+      decoder.push(frame.subarray(0, 10));
+      // The timer fires, but by the given clock only 40 ms went by: the frame still has time.
+      now += 40;
+      vi.advanceTimersByTime(100);
+      expect(errors).toEqual([]);
+      now += 60;
+      vi.advanceTimersByTime(60);
+      expect(errors.map((e) => e.reason)).toEqual(['frame_timeout']);
+      expect(errors[0]!.message).toContain('100 ms ago');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('does not time out a stream of frames that each finish in time, even when chunks end mid-frame', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {

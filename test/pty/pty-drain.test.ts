@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { guardTerminalDrain } from '../../pty/pty-drain.js';
-import type { PtyProcess } from '../../pty/pty-command.js';
+import type { PtyProcess } from '../../pty/pty-process.js';
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -49,7 +49,7 @@ describe('a screen on the worker thread', () => {
       expect(a.scrollback).toEqual(b.scrollback);
       expect(Buffer.isBuffer(a.screen)).toBe(true);
       expect(a.screen.equals(b.screen)).toBe(true);
-      await s.whenParsed(1);
+      await s.drained(1);
       expect(s.pendingBytes).toBe(0);
     } finally {
       s.dispose();

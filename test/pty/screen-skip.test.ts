@@ -166,7 +166,7 @@ async function compare(stream: Buffer, steps: Step[], o: { cols: number; rows: n
     }
     snapshotBoth(true);
     for (const [mine, theirs] of await Promise.all(pairs)) expect(mine).toEqual(theirs);
-    await screen.whenParsed(1);
+    await screen.drained(1);
     expect(screen.pendingBytes).toBe(0);
     await new Promise<void>((resolve) => ref.write('', resolve));
     const term = (screen as unknown as { term: XtermTerminal }).term;
@@ -245,7 +245,7 @@ describe('skipping output that cannot be seen', () => {
       screen.write(Buffer.from('a'));
       screen.write(Buffer.from('b'));
       // Nothing asks: the held 'b' still goes in (up to 16 ms after 'a' was parsed).
-      await screen.whenParsed(1);
+      await screen.drained(1);
       expect(screen.pendingBytes).toBe(0);
       // A snapshot behind held bytes does not wait: it is taken before any 16 ms wait ends (the
       // emulator's own timers are 0 ms).

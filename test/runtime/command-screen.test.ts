@@ -500,22 +500,22 @@ describe('peekType', () => {
 });
 
 describe('the running screen under a flood', () => {
-  it('says "behind" past its high water until the emulator catches up, and gives up a screen far behind', async () => {
+  it('is full at its high mark until the emulator catches up, and gives up a screen far behind', async () => {
     const { RunningScreen } = await import('../../runtime/running-screen.js');
     const rs = new RunningScreen('s1', silentLogger, 'inline');
     rs.onEvent('command.started', 1, { turnId: 't', tty: true }, { cols: 80, rows: 24 });
-    expect(rs.behind).toBe(false);
-    rs.output(2, 't', Buffer.from('line\r\n'.repeat(1_000_000))); // 6 MB, over the 4 MiB high water
-    expect(rs.behind).toBe(true);
+    expect(rs.full).toBe(false);
+    rs.output(2, 't', Buffer.from('line\r\n'.repeat(1_000_000))); // 6 MB, over the 4 MiB high mark
+    expect(rs.full).toBe(true);
     await rs.drained();
-    expect(rs.behind).toBe(false);
+    expect(rs.full).toBe(false);
     const cap = await rs.capture();
     expect(cap).toMatchObject({ turnId: 't', fromSeq: 1, atSeq: 2, cols: 80, rows: 24 });
     expect(cap!.scrollback.split('\n')).toHaveLength(1000);
-    // An engine that ignores "behind": past 32 MiB unparsed the screen is given up.
+    // An engine that ignores being held: past 32 MiB unparsed the screen is given up.
     rs.output(3, 't', Buffer.alloc(33 * 1024 * 1024, 0x41));
     expect(await rs.capture()).toBeUndefined();
-    expect(rs.behind).toBe(false);
+    expect(rs.full).toBe(false);
     // The end of the command disposes a screen; output of another turn is not written to it.
     rs.onEvent('command.started', 4, { turnId: 'u', tty: true }, { cols: 80, rows: 24 });
     rs.output(5, 'other', Buffer.from('x'));

@@ -86,4 +86,58 @@ describe('the catch-up stall of a feed', () => {
     expect(f.feed.neededSeq).toBe(Infinity);
     f.feed.close();
   });
+
+  it('in its first backlog stays replaying, as its handle says, and goes on replaying once the reader takes more', async () => {
+    let give: () => void = () => {};
+    const f = setUp(() => new Promise<void>((r) => (give = r)));
+    f.feed.start();
+    await turn();
+    await turn();
+    vi.advanceTimersByTime(200);
+    await turn();
+    expect(f.feed.state).toBe('stalled');
+    expect(f.feed.phase).toBe('replaying');
+    give();
+    for (let i = 0; i < 50 && f.feed.phase !== 'live'; i++) await turn();
+    expect(f.feed.state).toBe('live');
+    f.feed.close();
+  });
+
+  it('goes back to where it stalled once the reader takes more: paused stays paused, and its handle says so throughout', async () => {
+    let hang = false;
+    let give: () => void = () => {};
+    const f = setUp(() => (hang ? new Promise<void>((r) => (give = r)) : Promise.resolve()));
+    f.feed.start();
+    for (let i = 0; i < 50 && f.feed.phase !== 'live'; i++) await turn();
+    expect(f.feed.state).toBe('live');
+    hang = true;
+    f.refuseNext();
+    await turn();
+    vi.advanceTimersByTime(200);
+    await turn();
+    expect(f.feed.state).toBe('stalled');
+    expect(f.feed.phase).toBe('paused');
+    give();
+    await turn();
+    expect(f.feed.state).not.toBe('stalled');
+    f.feed.close();
+    expect(f.feed.state).toBe('closed');
+    expect(f.feed.neededSeq).toBe(Infinity);
+  });
+
+  it('a close while stalled stays closed when the wait ends', async () => {
+    let give: () => void = () => {};
+    const f = setUp(() => new Promise<void>((r) => (give = r)));
+    f.feed.start();
+    await turn();
+    await turn();
+    vi.advanceTimersByTime(200);
+    await turn();
+    expect(f.feed.state).toBe('stalled');
+    f.feed.close();
+    give();
+    await turn();
+    expect(f.feed.state).toBe('closed');
+    expect(f.feed.closed).toBe(true);
+  });
 });

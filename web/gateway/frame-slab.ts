@@ -4,11 +4,12 @@
 // the middle of a tick's frames is given the rest from the frame after its last seq (`from`).
 import type { SessionEvent } from '../../protocol/index.js';
 import { genericEventFrame, OutputTemplate } from './sse-frames.js';
+import { GATEWAY_BOUNDS } from '../../flow/index.js';
 
 /** A slab holds many ticks' frames; a handed-out chunk is never written over (the sockets may still hold it). */
-const SLAB_BYTES = 256 * 1024;
+const SLAB_BYTES = GATEWAY_BOUNDS.slab.value;
 /** Slabs double (up to this) while ticks outgrow them, so a busy session's tick is seldom copied. */
-const MAX_SLAB_BYTES = 8 * 1024 * 1024;
+const MAX_SLAB_BYTES = GATEWAY_BOUNDS.maxSlab.value;
 const NO_SLAB = Buffer.alloc(0);
 
 /** One tick's frames: events (after `afterSeq`) through `lastSeq`, with where each frame starts. */

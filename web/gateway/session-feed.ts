@@ -9,9 +9,10 @@
 import type { AstraClient, ClientEvents, Subscription } from '../../client/index.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { FrameSlab, type FrameChunk } from './frame-slab.js';
+import { GATEWAY_BOUNDS } from '../../flow/index.js';
 
 /** Frames of one tick past this many bytes are handed out at once. */
-const MAX_TICK_BYTES = 1024 * 1024;
+const MAX_TICK_BYTES = GATEWAY_BOUNDS.feedTick.value;
 /**
  * Flow control, for a session with several streams: once one has this many bytes waiting in its
  * socket the feed holds (stops its subscription; the daemon keeps the events) until all have
@@ -21,8 +22,8 @@ const MAX_TICK_BYTES = 1024 * 1024;
  * go on. A session's only stream is never held: it lags at the gateway's bound (sse.ts
  * DEFAULT_MAX_BUFFERED) exactly as its own subscription would.
  */
-const HOLD_BYTES = 1024 * 1024;
-const MAX_HOLD_MS = 1_000;
+const HOLD_BYTES = GATEWAY_BOUNDS.feedHighMark.value;
+const MAX_HOLD_MS = GATEWAY_BOUNDS.feedMaxHoldMs.value;
 
 /** The daemon's session/notice (a full disk), as AstraClient's 'notice' event gives it. */
 export type SessionNotice = ClientEvents['notice'];

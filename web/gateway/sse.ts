@@ -11,10 +11,11 @@ import { toEnvelope } from './errors.js';
 import type { FeedMember, SessionFeed, SessionFeeds, SessionNotice } from './session-feed.js';
 import { eventFrame, streamFrame as frame } from './sse-frames.js';
 import type { Tab, TabStream } from './tabs.js';
+import { GATEWAY_BOUNDS } from '../../flow/index.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
-export const DEFAULT_MAX_BUFFERED = 4 * 1024 * 1024;
+export const DEFAULT_MAX_BUFFERED = GATEWAY_BOUNDS.sseBuffered.value;
 
 export interface StreamOptions {
   heartbeatMs: number;

@@ -2,4 +2,4 @@
 export { createDaemon, Daemon, type DaemonOptions, type ShutdownReason, type StopReason } from './daemon.js';
 export { createLogger, droppedLogLines, silentLogger, type Logger } from './logger.js';
 export type { Engine, EngineContext, EngineResult } from '../runtime/index.js';
-export { createShellEngine } from '../runtime/index.js';
+export { createShellEngine } from '../engines/index.js';

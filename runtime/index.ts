@@ -3,9 +3,6 @@ export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEve
 export type { RuntimeLogger } from './logger.js';
 export { silentLogger } from './logger.js';
 export type { Engine, EngineContext, EngineResult, ApprovalRequest } from './engine.js';
-export { createShellEngine, runShellCommand, type ShellCommand, type ShellCommandOutcome, type ShellEngineOptions } from './shell-engine.js';
-export { createChatEngine, chatEngineConfig, parseChatOptions, type ChatEngineConfig, type ChatSessionOptions } from './chat/index.js';
-export { createSyntheticEngine, parseSyntheticSpec, type SyntheticSpec } from './synthetic-engine.js';
 export {
   SessionJournal,
   JOURNAL_MAGIC,

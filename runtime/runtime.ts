@@ -24,7 +24,7 @@ import { silentLogger, type RuntimeLogger } from './logger.js';
 import { SessionHost, type HostOptions } from './session-host.js';
 import { pageOfSessions, type SessionRow } from './session-list.js';
 import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
-import { createShellEngine } from './shell-engine.js';
+import { createShellEngine } from '../engines/shell-engine.js';
 import type { SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
 import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
 import { Turns } from './turns.js';
@@ -55,7 +55,8 @@ interface SessionEntry {
 export class Runtime {
   private readonly sessionsDir: string;
   private readonly engines: Record<string, Engine>;
-  private readonly defaultEngine: string;
+  /** The first engine registered unless RuntimeOptions.defaultEngine says otherwise; undefined with none. */
+  private readonly defaultEngine: string | undefined;
   private readonly logger: RuntimeLogger;
   private readonly now: () => number;
   private readonly hostOpts: HostOptions;
@@ -69,10 +70,11 @@ export class Runtime {
 
   private constructor(opts: RuntimeOptions) {
     this.sessionsDir = path.join(opts.dataDir, 'sessions');
-    this.engines = { shell: createShellEngine(), ...(opts.engines ?? {}) };
-    this.defaultEngine = opts.defaultEngine ?? 'shell';
-    if (!this.engines[this.defaultEngine])
-      throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${Object.keys(this.engines).join(', ')}`);
+    this.engines = { ...(opts.engines ?? {}) };
+    const names = Object.keys(this.engines);
+    this.defaultEngine = opts.defaultEngine ?? names[0];
+    if (this.defaultEngine !== undefined && !this.engines[this.defaultEngine])
+      throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${names.join(', ') || '(none registered)'}`);
     this.logger = opts.logger ?? silentLogger;
     this.now = opts.now ?? Date.now;
     this.turns = new Turns({
@@ -202,8 +204,9 @@ export class Runtime {
   async createSession(p: CreateSessionParams = {}): Promise<Session> {
     this.checkOpen();
     const engine = p.engine ?? this.defaultEngine;
+    if (engine === undefined) throw new AstraError('invalid_params', 'This runtime has no engines: register one in RuntimeOptions.engines (Runtime.open).', { field: 'engine' });
     if (!this.engines[engine])
-      throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ')}.`, { engine });
+      throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ') || '(none registered)'}.`, { engine });
     const cwd = path.resolve(p.cwd ?? os.homedir());
     let isDir = false;
     try {

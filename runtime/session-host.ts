@@ -13,7 +13,7 @@ import { EventLog } from './event-log.js';
 import { EventTail, WIRE_OVERHEAD, type CatchUpBudget } from './event-tail.js';
 import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
-import { interruptedToolResult } from './chat/transcript.js';
+import { interruptedToolResult } from '../engines/chat/transcript.js';
 import { killOrphanGroup } from './orphans.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
 import { RunningScreen, type ScreenCapture } from './running-screen.js';

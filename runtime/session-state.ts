@@ -7,7 +7,7 @@ import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
 import type { ApprovalRequest, CommandTerminal } from './engine.js';
 import { RecordKind } from '../journal/journal.js';
 import { IdempotencyTable } from './idempotency.js';
-import { TranscriptEvents } from './chat/transcript.js';
+import { TranscriptEvents } from '../engines/chat/transcript.js';
 import type { SessionMeta } from './session-meta.js';
 
 export interface RunningTurn {

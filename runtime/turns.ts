@@ -10,10 +10,10 @@ import { newId } from './ids.js';
 import { RecordKind } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
 import type { SessionHost } from './session-host.js';
-import { runShellCommand } from './shell-engine.js';
-import { chatCommandEnv } from './chat/options.js';
-import type { ChatEngineContext, ToolCommandOutcome } from './chat/context.js';
-import { OutputCapture } from './chat/tool-output.js';
+import { runShellCommand } from '../engines/shell-engine.js';
+import { chatCommandEnv } from '../engines/chat/options.js';
+import type { ChatEngineContext, ToolCommandOutcome } from '../engines/chat/context.js';
+import { OutputCapture } from '../engines/chat/tool-output.js';
 import type { RunningTurn } from './session-state.js';
 
 /** EngineContext.emit returns false once this many bytes of a session's events wait for the disk. */

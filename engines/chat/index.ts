@@ -1,4 +1,4 @@
-// runtime/chat/: the `chat` engine (an OpenAI-compatible model with a shell tool behind approvals).
+// engines/chat/: the `chat` engine (an OpenAI-compatible model with a shell tool behind approvals).
 export { createChatEngine } from './chat-engine.js';
 export { isChatEngineContext, type ChatEngineContext, type ToolCommandOutcome } from './context.js';
 export { SHELL_TOOL, SHELL_TOOL_NAME, TOOL_RESULT_STATUSES, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';

@@ -3,7 +3,7 @@
 // as the runtime takes them (when emit() says the journal is behind, it waits for drained()),
 // without running anything. A cancelled turn stops at the next tick.
 import { AstraError, LIMITS } from '../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from './engine.js';
+import type { Engine, EngineContext, EngineResult } from '../runtime/engine.js';
 
 export interface SyntheticSpec {
   count: number;

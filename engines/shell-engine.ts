@@ -10,7 +10,7 @@
 // was denied or expired (in which case nothing ran, and turn.completed's `reason` says 'denied: …').
 import * as fs from 'node:fs';
 import { isAstraError } from '../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from './engine.js';
+import type { Engine, EngineContext, EngineResult } from '../runtime/engine.js';
 import { startPtyCommand, type PtyCommand } from '../pty/pty-command.js';
 
 /** 'auto': a pseudo-terminal where one can be had, else pipes; 'pipes': always pipes. */

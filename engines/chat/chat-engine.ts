@@ -6,7 +6,7 @@
 // have been made.
 import * as path from 'node:path';
 import { isAstraError, type EventData } from '../../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from '../engine.js';
+import type { Engine, EngineContext, EngineResult } from '../../runtime/engine.js';
 import { isChatEngineContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
 import { DeltaPacer } from './delta-pacer.js';

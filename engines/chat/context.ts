@@ -1,6 +1,6 @@
 // What the chat engine needs from the runtime beyond EngineContext. The runtime implements it when
 // it wires the engine in; until then, tests implement it in memory.
-import type { EngineContext } from '../engine.js';
+import type { EngineContext } from '../../runtime/engine.js';
 import type { ChatSessionOptions } from './options.js';
 import type { CapturedOutput } from './tool-output.js';
 import type { RecordedEvent } from './transcript.js';

@@ -1,4 +1,4 @@
-// The built-in `shell` engine: the turn input is a command line run by /bin/sh -c in the session's
+// The `shell` engine: the turn input is a command line run by /bin/sh -c in the session's
 // cwd, in its own process group, after approval (policy 'ask') or at once ('auto'), in a
 // pseudo-terminal of the controller's size (one stream, 'stdout'), or on pipes where none can be had
 // (command.started says which: `tty`). The controller's command/input and command/resize reach it
@@ -33,6 +33,7 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
   const shell = opts.shell ?? '/bin/sh';
   const mode = opts.terminal ?? 'auto';
   return {
+    events: ['command.started', 'command.output', 'command.completed'],
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       const command = ctx.input.text;
       if (ctx.approvalPolicy === 'ask') {

@@ -24,7 +24,6 @@ import { silentLogger, type RuntimeLogger } from './logger.js';
 import { SessionHost, type HostOptions } from './session-host.js';
 import { pageOfSessions, type SessionRow } from './session-list.js';
 import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
-import { createShellEngine } from '../engines/shell-engine.js';
 import type { SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
 import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
 import { Turns } from './turns.js';
@@ -73,12 +72,12 @@ export class Runtime {
     this.engines = { ...(opts.engines ?? {}) };
     const names = Object.keys(this.engines);
     this.defaultEngine = opts.defaultEngine ?? names[0];
-    if (this.defaultEngine !== undefined && !this.engines[this.defaultEngine])
+    if (this.defaultEngine !== undefined && !this.engineOf(this.defaultEngine))
       throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${names.join(', ') || '(none registered)'}`);
     this.logger = opts.logger ?? silentLogger;
     this.now = opts.now ?? Date.now;
     this.turns = new Turns({
-      engines: this.engines,
+      engineOf: (name) => this.engineOf(name),
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
       logger: this.logger,
       approvals: this.approvals,
@@ -93,6 +92,7 @@ export class Runtime {
       catchUp: { limit: opts.catchUpCacheBytes ?? 64 * 1024 * 1024, used: 0 },
       directIO: opts.journalDirectIO ?? true,
       commandScreens: opts.commandScreens ?? true,
+      engineOf: (name) => this.engineOf(name),
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {
@@ -140,6 +140,11 @@ export class Runtime {
       }
     }
     return rt;
+  }
+
+  /** The engine registered under `name` (own names only: 'constructor' is no engine). */
+  private engineOf(name: string): Engine | undefined {
+    return Object.hasOwn(this.engines, name) ? this.engines[name] : undefined;
   }
 
   // ---- events ----
@@ -205,7 +210,7 @@ export class Runtime {
     this.checkOpen();
     const engine = p.engine ?? this.defaultEngine;
     if (engine === undefined) throw new AstraError('invalid_params', 'This runtime has no engines: register one in RuntimeOptions.engines (Runtime.open).', { field: 'engine' });
-    if (!this.engines[engine])
+    if (!this.engineOf(engine))
       throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ') || '(none registered)'}.`, { engine });
     const cwd = path.resolve(p.cwd ?? os.homedir());
     let isDir = false;
@@ -237,7 +242,7 @@ export class Runtime {
 
   /** What the engine makes of engineOptions (invalid_params from it); an engine without parseOptions takes none. */
   private engineOptionsFor(engine: string, raw: Record<string, unknown> | undefined): object | undefined {
-    const parse = this.engines[engine]!.parseOptions;
+    const parse = this.engineOf(engine)!.parseOptions;
     if (parse) return parse(raw);
     if (raw !== undefined && Object.keys(raw).length > 0)
       throw new AstraError('invalid_params', `The ${engine} engine takes no engineOptions (got ${Object.keys(raw).join(', ')}); leave them out.`, { field: 'engineOptions', engine });

@@ -9,7 +9,7 @@ import { isAstraError } from '../../../protocol/index.js';
 import { INTERRUPTED_RESULT_OUTPUT } from '../../../engines/chat/index.js';
 import { Packr } from 'msgpackr';
 import { JOURNAL_FILE, RecordKind, Runtime, encodeRecord, type RuntimeOptions } from '../../../runtime/index.js';
-import { createChatEngine } from '../../../engines/index.js';
+import { createChatEngine, createShellEngine } from '../../../engines/index.js';
 import { SessionJournal } from '../../../journal/journal.js';
 import { SessionHost } from '../../../runtime/session-host.js';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
@@ -30,7 +30,7 @@ async function setup(script: string[]) {
   fs.writeFileSync(path.join(cwd, 'a.txt'), 'a');
   const env = { ASTRA_CHAT_BASE_URL: server.baseUrl };
   const open = async (extra: Partial<RuntimeOptions> = {}) => {
-    const rt = await Runtime.open({ dataDir, engines: { chat: createChatEngine({}, env) }, ...extra });
+    const rt = await Runtime.open({ dataDir, engines: { shell: createShellEngine(), chat: createChatEngine({}, env) }, ...extra });
     const ended = new Map<string, string>();
     rt.on('turnEnded', (_s, t, st) => ended.set(t, st));
     return { rt, ended };

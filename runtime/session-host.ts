@@ -1,19 +1,21 @@
 // SessionHost: one loaded session, composed of its rooms — its state (session-state.ts, folded
 // from every event), its append path (event-log.ts), its in-memory tail (event-tail.ts), its
 // subscribers (subscription-feed.ts) and the running command's screen (running-screen.ts, fed here as
-// output is appended). The Runtime owns the map of hosts and the public API. Reading published
-// events back is published-read.ts; ending a turn a stop interrupted is interrupted-turn.ts.
+// output is appended). The Runtime owns the map of hosts and the public API. Reading the journal at
+// load is journal-replay.ts; reading published events back, published-read.ts; ending a turn a stop
+// interrupted, interrupted-turn.ts.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { makeDirs } from '../durable/index.js';
 import type { EventData, EventType, Session, SessionEvent, SessionState as SessionStatus } from '../protocol/index.js';
 import { AstraError } from '../protocol/index.js';
 import type { Engine } from './engine.js';
-import { eventFromBody, mapBody, packInternal, unpackInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
+import { packInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
 import { EventLog } from './event-log.js';
 import { EventTail, type CatchUpBudget } from './event-tail.js';
 import { endInterruptedTurn } from './interrupted-turn.js';
-import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from '../journal/journal.js';
+import { RecordKind, SessionJournal, type JournalOpenOptions } from '../journal/journal.js';
+import { JournalReplay } from './journal-replay.js';
 import type { RuntimeLogger } from './logger.js';
 import { readPublished } from './published-read.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
@@ -139,17 +141,17 @@ export class SessionHost implements FeedSource {
    */
   static async load(dir: string, id: string, fallbackMeta: SessionMeta | undefined, opts: HostOptions): Promise<SessionHost> {
     const host = new SessionHost(dir, fallbackMeta ? { ...fallbackMeta } : blankMeta(id), opts);
-    const replay = { headSeq: 0, lost: [] as { from: number; to: number }[] };
+    const replay = new JournalReplay(id, host.tail, host.state, opts.packEventBody);
     const openOpts: JournalOpenOptions = {
       logger: opts.logger,
       directIO: opts.directIO,
-      onRecord: (rec) => host.replayRecord(rec, replay),
+      onRecord: (rec) => replay.record(rec),
       // The journal resyncs past damage and says where; the lost seqs show as a gap.
       onDamage: (d) => opts.logger.error({ sessionId: id, file: host.journalFile, offset: d.offset, bytes: d.bytes, reason: d.reason, afterSeq: replay.headSeq }, `session ${id}: its journal is damaged after event ${replay.headSeq}; the records after the damage are kept`),
     };
     const journal = await SessionJournal.open(host.journalFile, openOpts);
     const remembered = fallbackMeta?.headSeq ?? 0;
-    if (remembered > replay.headSeq) replay.lost.push({ from: replay.headSeq + 1, to: remembered });
+    replay.rememberedHead(remembered);
     host.attach(journal, Math.max(replay.headSeq, remembered));
     host.meta.headSeq = host.log.headSeq;
     for (const { from, to } of replay.lost) {
@@ -171,36 +173,6 @@ export class SessionHost implements FeedSource {
       }
     }
     return host;
-  }
-
-  /** One journal record on load; false means it is not readable (the journal treats it as damage). */
-  private replayRecord(rec: ScannedRecord, replay: { headSeq: number; lost: { from: number; to: number }[] }): boolean {
-    if (rec.kind === RecordKind.event) {
-      let event: SessionEvent | undefined;
-      try {
-        event = eventFromBody(this.id, rec.body);
-      } catch {
-        return false;
-      }
-      if (!event || event.seq <= replay.headSeq) return false;
-      const seq = event.seq;
-      if (seq > replay.headSeq + 1) replay.lost.push({ from: replay.headSeq + 1, to: seq - 1 });
-      // A damage report in the journal covers every gap before it: it is made once.
-      if (event.type === 'error' && event.data.reason === 'journal_corrupt') replay.lost.length = 0;
-      replay.headSeq = seq;
-      this.tail.indexEvent(seq, rec.offset);
-      const body = mapBody(event, rec.body, this.opts.packEventBody);
-      this.tail.push(seq, body, 0, body.length, undefined, true);
-      this.state.applyEvent(event.type, event.data, seq, event.ts);
-      return true;
-    }
-    let value: unknown;
-    try {
-      value = unpackInternal(rec.body);
-    } catch {
-      return false;
-    }
-    return this.state.applyRecord(rec.kind, value);
   }
 
   // ---- appending ----

@@ -19,7 +19,8 @@ import {
   type AstraPaths,
   type DiscoveryRecord,
 } from '../discovery/index.js';
-import { Runtime, chatEngineConfig, createChatEngine, createShellEngine, createSyntheticEngine, type Engine } from '../runtime/index.js';
+import { chatEngineConfig, createChatEngine, createShellEngine, createSyntheticEngine } from '../engines/index.js';
+import { Runtime, type Engine } from '../runtime/index.js';
 import { resolveConfig, type DaemonConfig, type DaemonOptions } from './config.js';
 import { createHandlers } from './handlers.js';
 import { armHandshakeDeadline, handshake, type HandshakeContext } from './handshake.js';

@@ -7,7 +7,7 @@ const KiB = 1024;
 const MiB = 1024 * 1024;
 
 export const DAEMON_BOUNDS = boundTable('DAEMON_BOUNDS', {
-  // ---- a model's answer (runtime/chat/, engines/chat/) ----
+  // ---- a model's answer (engines/chat/) ----
   modelUnreadChars: {
     value: 1 * MiB,
     unit: 'chars',

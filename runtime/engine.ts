@@ -1,5 +1,32 @@
-// The contract between the runtime and an engine (docs/engines.md).
+// The contract between the runtime and an engine (docs/engines.md). An engine is registered by
+// whoever composes the runtime (RuntimeOptions.engines; the daemon in daemon/daemon.ts) and declares
+// here all the runtime needs to know of it: its options, its events, what it keeps of a session's
+// history and what a turn it leaves interrupted leaves behind. The runtime names no engine.
 import type { ApprovalPolicy, EventData, EventType } from '../protocol/index.js';
+
+/**
+ * The event types only the runtime appends: the session's own, a turn's start and end, the user's
+ * message, approvals and leases. An engine emits the others (ENGINE_EVENT_TYPES).
+ */
+export const RUNTIME_EVENT_TYPES = ['session.created', 'session.updated', 'turn.started', 'message.user', 'approval.requested', 'approval.resolved', 'lease.changed', 'turn.completed'] as const;
+export type RuntimeEventType = (typeof RUNTIME_EVENT_TYPES)[number];
+/** What an engine may emit: every event type but the runtime's own. */
+export type EngineEventType = Exclude<EventType, RuntimeEventType>;
+export const ENGINE_EVENT_TYPES: readonly EngineEventType[] = (
+  ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'command.started', 'command.output', 'command.completed', 'error'] as const
+) satisfies readonly EngineEventType[];
+// Fails to compile when protocol/ gains an event type that is in neither list.
+const EVERY_TYPE_LISTED: Record<EventType, true> = Object.fromEntries([...RUNTIME_EVENT_TYPES, ...ENGINE_EVENT_TYPES].map((t) => [t, true])) as { [K in RuntimeEventType | (typeof ENGINE_EVENT_TYPES)[number]]: true };
+void EVERY_TYPE_LISTED;
+
+/** An event of the session as an engine reads it back (EngineContext.history, Engine.interrupted). */
+export interface RecordedEvent {
+  type: string;
+  data: unknown;
+}
+
+/** An event the runtime appends on an engine's behalf (Engine.interrupted). */
+export type EngineEvent = { [T in EngineEventType]: { type: T; data: EventData<T> } }[EngineEventType];
 
 export interface EngineContext {
   sessionId: string;
@@ -18,8 +45,16 @@ export interface EngineContext {
    * the journal writes it): an engine that can wait should then await drained() before emitting
    * more, as with a Node stream's write() and 'drain'. The event is appended either way; an engine
    * that goes on regardless is held back by synchronous journal writes once 32 MiB wait.
+   * Throws AstraError('internal_error') for a type the engine did not declare (Engine.events) or
+   * one only the runtime appends (RUNTIME_EVENT_TYPES): nothing is appended.
    */
-  emit<T extends EventType>(type: T, data: EventData<T>): boolean;
+  emit<T extends EngineEventType>(type: T, data: EventData<T>): boolean;
+  /**
+   * The session's events of the types the engine declared in Engine.history, earliest first, folded
+   * as they were appended and replayed (no journal read); this turn's own may be included. Optional
+   * so that a context made outside the runtime needs none.
+   */
+  history?(): Promise<readonly RecordedEvent[]>;
   /** Resolves once fewer than 16 MiB of the session's events wait for the disk (at once when that is already so). */
   drained(): Promise<void>;
   // The two terminal members are optional so that a context made outside the runtime (a test, an
@@ -56,6 +91,22 @@ export interface EngineResult {
 
 export interface Engine {
   runTurn(ctx: EngineContext): Promise<EngineResult>;
+  /**
+   * The event types its turns emit (ctx.emit refuses any other). Absent: any of ENGINE_EVENT_TYPES.
+   */
+  events?: readonly EngineEventType[];
+  /**
+   * The event types of a session the engine reads back through ctx.history(): the runtime keeps
+   * these (and only these) in memory as they are appended and replayed. Absent: none.
+   */
+  history?: readonly EventType[];
+  /**
+   * What a turn of this engine found running when a session loads (the daemon stopped mid-turn)
+   * leaves: events appended after its pending approvals are denied and before its turn.completed
+   * ('interrupted'), of the types in `events`. Given the turn and the session's history (as
+   * ctx.history() gives it). Absent: nothing.
+   */
+  interrupted?(turn: { turnId: string; history: readonly RecordedEvent[] }): EngineEvent[];
   /**
    * Checks session/create's `engineOptions` (undefined when none were sent) and returns what is
    * stored with the session and handed to each turn as ctx.engineOptions — never a secret: it is

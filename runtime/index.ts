@@ -1,11 +1,10 @@
-// runtime/: sessions, turns, approvals, idempotency and the crash-safe per-session journal.
+// runtime/: sessions, turns, approvals, idempotency and the crash-safe per-session journal; the
+// contract an engine implements (engine.ts). The engines themselves are engines/.
 export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEvents, type SubscriptionSink, type SubscriptionHandle } from './runtime.js';
 export type { RuntimeLogger } from './logger.js';
 export { silentLogger } from './logger.js';
-export type { Engine, EngineContext, EngineResult, ApprovalRequest } from './engine.js';
-export { createShellEngine, runShellCommand, type ShellCommand, type ShellCommandOutcome, type ShellEngineOptions } from './shell-engine.js';
-export { createChatEngine, chatEngineConfig, parseChatOptions, type ChatEngineConfig, type ChatSessionOptions } from './chat/index.js';
-export { createSyntheticEngine, parseSyntheticSpec, type SyntheticSpec } from './synthetic-engine.js';
+export type { Engine, EngineContext, EngineResult, EngineEvent, EngineEventType, RecordedEvent, CommandTerminal, ApprovalRequest } from './engine.js';
+export { ENGINE_EVENT_TYPES, RUNTIME_EVENT_TYPES } from './engine.js';
 export {
   SessionJournal,
   JOURNAL_MAGIC,

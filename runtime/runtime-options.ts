@@ -7,8 +7,13 @@ import type { RuntimeLogger } from './logger.js';
 export interface RuntimeOptions {
   /** Sessions live in <dataDir>/sessions/<id>/. */
   dataDir: string;
-  /** 'shell' is built in and the default engine. */
+  /**
+   * The engines sessions may name, registered by whoever composes the runtime (the daemon registers
+   * engines/'s shell, chat and synthetic). None are built in: without any, sessions can be read but
+   * not created.
+   */
   engines?: Record<string, Engine>;
+  /** The engine of a session/create that names none. Default: the first of `engines`. */
   defaultEngine?: string;
   /** Default LIMITS.maxInputChars. */
   maxInputChars?: number;

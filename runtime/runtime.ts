@@ -5,85 +5,62 @@
 // Files: <dataDir>/sessions/<id>/journal.astra (the truth), meta.json (a summary so start-up reads no
 // journals; rebuilt from the journal when missing or stale). Leases live with the daemon (leases.json).
 //
-// Over ~400 lines for a reason: this is the runtime's whole public surface (one method per operation
-// the daemon calls, with its contract), plus the map of sessions and their loading; each method's
-// work lives in its room (turns.ts, approvals.ts, idempotency.ts, session-host.ts and its parts).
+// This is the runtime's public surface (one method per operation the daemon calls, with its
+// contract); each method's work lives in its room (sessions.ts the map of sessions and their loading,
+// turns.ts, approvals.ts, idempotency.ts, session-host.ts and its parts). The engines are registered
+// by whoever opens it (RuntimeOptions.engines); it names none.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { makeDirs } from '../durable/index.js';
 import type { EventData, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
-import { AstraError, LIMITS, isAstraError } from '../protocol/index.js';
+import { AstraError, LIMITS } from '../protocol/index.js';
 import { Approvals } from './approvals.js';
 import type { ApprovalRequest, Engine } from './engine.js';
 import { defaultPackEventBody } from './event-body.js';
-import { diskFullError } from './event-log.js';
-import { IdempotencyTable, fingerprint } from './idempotency.js';
+import { fingerprint } from './idempotency.js';
 import { newId } from './ids.js';
 import { silentLogger, type RuntimeLogger } from './logger.js';
-import { SessionHost, type HostOptions } from './session-host.js';
-import { pageOfSessions, type SessionRow } from './session-list.js';
-import { JOURNAL_FILE, META_FILE, META_FORMAT_VERSION, readMeta, sessionFromMeta, type SessionMeta } from './session-meta.js';
-import { createShellEngine } from './shell-engine.js';
+import type { HostOptions, SessionHost } from './session-host.js';
+import { META_FORMAT_VERSION, type SessionMeta } from './session-meta.js';
+import { Sessions } from './sessions.js';
 import type { SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
 import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
 import { Turns } from './turns.js';
 
 export type { CreateSessionParams, RuntimeEvents, RuntimeOptions, SubscriptionHandle, SubscriptionSink };
 
-const SESSION_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const DEFAULT_READ_MAX_BYTES = 7 * 1024 * 1024;
 const DEFAULT_READ_LIMIT = 1000;
 
-/** A session's wire view from its loaded host, else from its meta (closed sessions are idle). */
-function viewOf(e: SessionEntry): Session | undefined {
-  if (e.host) return e.host.toSession();
-  return e.meta ? sessionFromMeta(e.meta, e.meta.archived ? 'archived' : 'idle', e.meta.headSeq) : undefined;
-}
-
-interface SessionEntry {
-  meta?: SessionMeta;
-  host?: SessionHost;
-  /** When the session was last asked for (unloadIdle leaves recently used sessions alone). */
-  usedAt?: number;
-  /** Set while unloadIdle closes the host: a load waits for it, so one journal never has two hosts. */
-  closing?: Promise<void>;
-  loading?: Promise<SessionHost>;
-  error?: AstraError;
-}
-
 export class Runtime {
-  private readonly sessionsDir: string;
+  private readonly sessions: Sessions;
   private readonly engines: Record<string, Engine>;
-  private readonly defaultEngine: string;
+  /** The first engine registered unless RuntimeOptions.defaultEngine says otherwise; undefined with none. */
+  private readonly defaultEngine: string | undefined;
   private readonly logger: RuntimeLogger;
   private readonly now: () => number;
-  private readonly hostOpts: HostOptions;
-  private readonly sessions = new Map<string, SessionEntry>();
-  /** session/create keys (turn/start keys live with their session: SessionState.idempotency). */
-  private readonly createKeys = new IdempotencyTable();
   private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
   private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now());
   private readonly turns: Turns;
   private closed = false;
 
   private constructor(opts: RuntimeOptions) {
-    this.sessionsDir = path.join(opts.dataDir, 'sessions');
-    this.engines = { shell: createShellEngine(), ...(opts.engines ?? {}) };
-    this.defaultEngine = opts.defaultEngine ?? 'shell';
-    if (!this.engines[this.defaultEngine])
-      throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${Object.keys(this.engines).join(', ')}`);
+    this.engines = { ...(opts.engines ?? {}) };
+    const names = Object.keys(this.engines);
+    this.defaultEngine = opts.defaultEngine ?? names[0];
+    if (this.defaultEngine !== undefined && !this.engineOf(this.defaultEngine))
+      throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${names.join(', ') || '(none registered)'}`);
     this.logger = opts.logger ?? silentLogger;
     this.now = opts.now ?? Date.now;
     this.turns = new Turns({
-      engines: this.engines,
+      engineOf: (name) => this.engineOf(name),
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
       logger: this.logger,
       approvals: this.approvals,
       isClosed: () => this.closed,
       ended: (sessionId, turnId, status) => this.emit('turnEnded', sessionId, turnId, status),
     });
-    this.hostOpts = {
+    const hostOpts: HostOptions = {
       logger: this.logger,
       now: this.now,
       groupCommitMs: opts.groupCommitMs ?? 5,
@@ -91,6 +68,7 @@ export class Runtime {
       catchUp: { limit: opts.catchUpCacheBytes ?? 64 * 1024 * 1024, used: 0 },
       directIO: opts.journalDirectIO ?? true,
       commandScreens: opts.commandScreens ?? true,
+      engineOf: (name) => this.engineOf(name),
       packEventBody: opts.packEventBody ?? defaultPackEventBody,
       // Every event passes here: skip the emit (and its argument array) when nobody listens.
       onPublish: (e) => {
@@ -100,44 +78,19 @@ export class Runtime {
         if (err) this.turns.diskFull(host, err);
       },
     };
+    this.sessions = new Sessions(path.join(opts.dataDir, 'sessions'), hostOpts, this.logger, this.now);
   }
 
-  /**
-   * Reads each session's small meta.json (never a journal) — except sessions whose meta is missing
-   * or older than their journal (a crash since it was written): those are loaded now, which also
-   * marks a turn left running as 'interrupted'.
-   */
+  /** Opens the sessions' directory (Sessions.open: a session with a stale meta is loaded, its running turn marked interrupted). */
   static async open(opts: RuntimeOptions): Promise<Runtime> {
     const rt = new Runtime(opts);
-    makeDirs(rt.sessionsDir);
-    const recover: string[] = [];
-    for (const name of fs.readdirSync(rt.sessionsDir)) {
-      if (!SESSION_ID_RE.test(name)) continue;
-      const dir = path.join(rt.sessionsDir, name);
-      let journalBytes: number;
-      try {
-        journalBytes = fs.statSync(path.join(dir, JOURNAL_FILE)).size;
-      } catch {
-        rt.logger.warn({ sessionId: name, dir }, 'session directory has no journal; ignoring it');
-        continue;
-      }
-      const meta = readMeta(path.join(dir, META_FILE));
-      const entry: SessionEntry = {};
-      if (meta && meta.id === name) {
-        entry.meta = meta;
-        if (meta.createKey && meta.createFingerprint) rt.createKeys.remember(meta.createKey, meta.createFingerprint, { sessionId: name });
-      }
-      rt.sessions.set(name, entry);
-      if (!entry.meta || entry.meta.journalBytes !== journalBytes) recover.push(name);
-    }
-    for (const id of recover) {
-      try {
-        await rt.load(id);
-      } catch (e) {
-        rt.logger.error({ sessionId: id, err: (e as Error).message }, 'session could not be loaded');
-      }
-    }
+    await rt.sessions.open();
     return rt;
+  }
+
+  /** The engine registered under `name` (own names only: 'constructor' is no engine). */
+  private engineOf(name: string): Engine | undefined {
+    return Object.hasOwn(this.engines, name) ? this.engines[name] : undefined;
   }
 
   // ---- events ----
@@ -170,31 +123,7 @@ export class Runtime {
 
   private async load(id: string): Promise<SessionHost> {
     this.checkOpen();
-    const entry = SESSION_ID_RE.test(id) ? this.sessions.get(id) : undefined;
-    if (!entry) throw new AstraError('not_found', `No session ${id}.`, { sessionId: id });
-    entry.usedAt = this.now();
-    if (entry.host) return entry.host;
-    if (entry.closing) await entry.closing;
-    if (entry.host) return entry.host;
-    if (entry.error) throw entry.error;
-    entry.loading ??= (async () => {
-      try {
-        const host = await SessionHost.load(path.join(this.sessionsDir, id), id, entry.meta, this.hostOpts);
-        entry.host = host;
-        entry.meta = host.meta;
-        if (host.meta.createKey && host.meta.createFingerprint) this.createKeys.remember(host.meta.createKey, host.meta.createFingerprint, { sessionId: id });
-        return host;
-      } catch (e) {
-        const full = diskFullError(e, path.join(this.sessionsDir, id));
-        if (full) throw full; // not remembered: the next access tries again, once there may be space
-        const err = isAstraError(e) ? e : new AstraError('journal_corrupt', `Session ${id} could not be read: ${(e as Error).message}`, { sessionId: id });
-        entry.error = err;
-        throw err;
-      } finally {
-        entry.loading = undefined;
-      }
-    })();
-    return entry.loading;
+    return this.sessions.load(id);
   }
 
   // ---- sessions ----
@@ -202,8 +131,9 @@ export class Runtime {
   async createSession(p: CreateSessionParams = {}): Promise<Session> {
     this.checkOpen();
     const engine = p.engine ?? this.defaultEngine;
-    if (!this.engines[engine])
-      throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ')}.`, { engine });
+    if (engine === undefined) throw new AstraError('invalid_params', 'This runtime has no engines: register one in RuntimeOptions.engines (Runtime.open).', { field: 'engine' });
+    if (!this.engineOf(engine))
+      throw new AstraError('invalid_params', `Unknown engine '${engine}'. Known engines: ${Object.keys(this.engines).join(', ') || '(none registered)'}.`, { engine });
     const cwd = path.resolve(p.cwd ?? os.homedir());
     let isDir = false;
     try {
@@ -226,7 +156,7 @@ export class Runtime {
     if (key === undefined) return this.doCreate(params, undefined);
     const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions, approvalTimeoutMs: p.approvalTimeoutMs });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
-    return this.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
+    return this.sessions.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
       record: (s) => ({ sessionId: s.id }),
       fromDone: async (r) => (await this.load((r as { sessionId: string }).sessionId)).toSession(),
     });
@@ -234,7 +164,7 @@ export class Runtime {
 
   /** What the engine makes of engineOptions (invalid_params from it); an engine without parseOptions takes none. */
   private engineOptionsFor(engine: string, raw: Record<string, unknown> | undefined): object | undefined {
-    const parse = this.engines[engine]!.parseOptions;
+    const parse = this.engineOf(engine)!.parseOptions;
     if (parse) return parse(raw);
     if (raw !== undefined && Object.keys(raw).length > 0)
       throw new AstraError('invalid_params', `The ${engine} engine takes no engineOptions (got ${Object.keys(raw).join(', ')}); leave them out.`, { field: 'engineOptions', engine });
@@ -268,20 +198,10 @@ export class Runtime {
       meta.createKey = idem.key;
       meta.createFingerprint = idem.fingerprint;
     }
-    const entry: SessionEntry = { meta, usedAt: now };
-    this.sessions.set(id, entry);
-    const dir = path.join(this.sessionsDir, id);
-    try {
-      const settings: Record<string, unknown> = { onControllerLost: params.onControllerLost };
-      if (params.engineOptions) settings.engineOptions = params.engineOptions;
-      if (params.approvalTimeoutMs !== undefined) settings.approvalTimeoutMs = params.approvalTimeoutMs;
-      entry.host = await SessionHost.create(dir, meta, this.hostOpts, settings, idem);
-    } catch (e) {
-      // SessionHost.create left nothing on disk; nothing is left here either.
-      this.sessions.delete(id);
-      throw diskFullError(e, dir) ?? e;
-    }
-    return entry.host.toSession();
+    const settings: Record<string, unknown> = { onControllerLost: params.onControllerLost };
+    if (params.engineOptions) settings.engineOptions = params.engineOptions;
+    if (params.approvalTimeoutMs !== undefined) settings.approvalTimeoutMs = params.approvalTimeoutMs;
+    return (await this.sessions.create(meta, settings, idem)).toSession();
   }
 
   async getSession(id: string): Promise<Session> {
@@ -293,23 +213,12 @@ export class Runtime {
    * from the loaded host, else from its meta. Undefined for an unknown id.
    */
   peekSession(id: string): Session | undefined {
-    const e = this.sessions.get(id);
-    return e && viewOf(e);
+    return this.sessions.peek(id);
   }
 
   async listSessions(p: { cursor?: string; limit?: number; includeArchived?: boolean } = {}): Promise<{ sessions: Session[]; nextCursor?: string }> {
     this.checkOpen();
-    const rows: SessionRow<SessionEntry>[] = [];
-    for (const [id, entry] of this.sessions) {
-      const meta = entry.host?.meta ?? entry.meta;
-      if (!meta) continue; // unreadable session: reported by getSession, not listed
-      if (meta.archived && !p.includeArchived) continue;
-      rows.push({ createdAt: meta.createdAt, id, entry });
-    }
-    const { page, nextCursor } = pageOfSessions(rows, p.cursor, p.limit);
-    const result: { sessions: Session[]; nextCursor?: string } = { sessions: page.map((r) => viewOf(r.entry)!) };
-    if (nextCursor !== undefined) result.nextCursor = nextCursor;
-    return result;
+    return this.sessions.list(p);
   }
 
   async readSession(
@@ -342,13 +251,7 @@ export class Runtime {
     const host = await this.load(id);
     const running = host.state.running;
     if (running) throw new AstraError('turn_in_progress', `Session ${id} has a running turn; cancel it before deleting the session.`, { sessionId: id, turnId: running.turnId });
-    const entry = this.sessions.get(id)!;
-    this.sessions.delete(id);
-    entry.host = undefined;
-    // Its files go next: nothing needs saving (a full disk must not keep it either).
-    await host.close(false).catch((e: Error) => this.logger.warn({ sessionId: id, err: e.message }, 'closing a deleted session failed'));
-    if (host.meta.createKey) this.createKeys.forget(host.meta.createKey);
-    fs.rmSync(path.join(this.sessionsDir, id), { recursive: true, force: true });
+    await this.sessions.remove(host);
   }
 
   async archiveSession(id: string): Promise<Session> {
@@ -396,7 +299,7 @@ export class Runtime {
    * client that lost the answer has none) and with one: its result is the session as it is now.
    */
   async mutationStatus(id: string | undefined, idempotencyKey: string): Promise<{ state: 'unknown' | 'in_progress' | 'done'; result?: unknown }> {
-    const created = this.createKeys.status(idempotencyKey);
+    const created = this.sessions.createKeys.status(idempotencyKey);
     if (created.state === 'in_progress' && id === undefined) return created;
     if (created.state === 'done') {
       const sessionId = (created.result as { sessionId: string }).sessionId;
@@ -408,15 +311,15 @@ export class Runtime {
 
   runningTurns(): { sessionId: string; turnId: string }[] {
     const out: { sessionId: string; turnId: string }[] = [];
-    for (const [id, e] of this.sessions) {
-      const running = e.host?.state.running;
+    for (const [id, host] of this.sessions.hosts()) {
+      const running = host.state.running;
       if (running) out.push({ sessionId: id, turnId: running.turnId });
     }
     return out;
   }
 
   loadedSessionIds(): string[] {
-    return [...this.sessions].filter(([, e]) => e.host).map(([id]) => id);
+    return [...this.sessions.hosts()].map(([id]) => id);
   }
 
   /**
@@ -426,26 +329,7 @@ export class Runtime {
    */
   async unloadIdle(idleMs: number): Promise<string[]> {
     if (this.closed) return [];
-    const cutoff = this.now() - idleMs;
-    const unloaded: string[] = [];
-    for (const [id, e] of this.sessions) {
-      const host = e.host;
-      if (!host || e.loading || host.inUse || (e.usedAt ?? 0) > cutoff) continue;
-      e.host = undefined;
-      e.closing = host.close().then(
-        () => {
-          e.meta = host.meta;
-          unloaded.push(id);
-        },
-        (err: Error) => {
-          e.error = new AstraError('journal_corrupt', `Session ${id} could not be closed: ${err.message}`, { sessionId: id });
-          this.logger.error({ sessionId: id, err: err.message }, 'closing an idle session failed');
-        },
-      );
-      await e.closing;
-      e.closing = undefined;
-    }
-    return unloaded;
+    return this.sessions.unloadIdle(idleMs);
   }
 
   // ---- subscriptions ----
@@ -475,7 +359,7 @@ export class Runtime {
   // ---- approvals ----
 
   pendingApprovals(id: string): ApprovalRequest[] {
-    return this.approvals.pending(this.sessions.get(id)?.host);
+    return this.approvals.pending(this.sessions.loaded(id));
   }
 
   /** `revision`: the one the answer is for (absent: the current one); an old one or an expired approval is approval_expired. */
@@ -490,10 +374,9 @@ export class Runtime {
     if (this.closed) return;
     this.closed = true;
     const errors: Error[] = [];
-    for (const [id, e] of this.sessions) {
-      if (!e.host) continue;
+    for (const [id, host] of [...this.sessions.hosts()]) {
       try {
-        await e.host.close();
+        await host.close();
       } catch (err) {
         errors.push(err as Error);
         this.logger.error({ sessionId: id, err: (err as Error).message }, 'journal close failed');

@@ -1,20 +1,23 @@
 // SessionHost: one loaded session, composed of its rooms — its state (session-state.ts, folded
 // from every event), its append path (event-log.ts), its in-memory tail (event-tail.ts), its
 // subscribers (subscription-feed.ts) and the running command's screen (running-screen.ts, fed here as
-// output is appended). The Runtime owns the map of hosts and the public API. A little over 400 lines:
-// the composition and the FeedSource it implements for its feeds, with nothing else in it.
+// output is appended). The Runtime owns the map of hosts and the public API. Reading the journal at
+// load is journal-replay.ts; reading published events back, published-read.ts; ending a turn a stop
+// interrupted, interrupted-turn.ts.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { makeDirs } from '../durable/index.js';
 import type { EventData, EventType, Session, SessionEvent, SessionState as SessionStatus } from '../protocol/index.js';
 import { AstraError } from '../protocol/index.js';
-import { eventFromBody, mapBody, packInternal, storedFromRecord, unpackInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
+import type { Engine } from './engine.js';
+import { packInternal, type EncodedBody, type EventBody, type StoredEvent } from './event-body.js';
 import { EventLog } from './event-log.js';
-import { EventTail, WIRE_OVERHEAD, type CatchUpBudget } from './event-tail.js';
-import { RecordKind, SessionJournal, type JournalOpenOptions, type ScannedRecord } from '../journal/journal.js';
+import { EventTail, type CatchUpBudget } from './event-tail.js';
+import { endInterruptedTurn } from './interrupted-turn.js';
+import { RecordKind, SessionJournal, type JournalOpenOptions } from '../journal/journal.js';
+import { JournalReplay } from './journal-replay.js';
 import type { RuntimeLogger } from './logger.js';
-import { interruptedToolResult } from './chat/transcript.js';
-import { killOrphanGroup } from './orphans.js';
+import { readPublished } from './published-read.js';
 import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta } from './session-meta.js';
 import { RunningScreen, type ScreenCapture } from './running-screen.js';
 import { SessionState } from './session-state.js';
@@ -33,6 +36,8 @@ export interface HostOptions {
   directIO: boolean;
   /** Keep the screen of a command running in a pseudo-terminal (RuntimeOptions.commandScreens). */
   commandScreens: boolean | 'inline';
+  /** The engine registered under a name (undefined for one this runtime does not have). */
+  engineOf(name: string): Engine | undefined;
   onPublish(e: StoredEvent): void;
   /** The session's disk filled (err) or has room again (undefined). */
   onBlocked(host: SessionHost, err: AstraError | undefined): void;
@@ -49,6 +54,8 @@ export class SessionHost implements FeedSource {
   readonly screen: RunningScreen;
   /** Whether a message.completed's text is what its turn streamed (marked on its StoredEvent for the daemon's textFromDeltas). */
   private readonly streamed = new StreamedText();
+  /** The controller's terminal size (turn/start, command/resize), which commands start at; not journaled. */
+  private terminal = { cols: 80, rows: 24 };
   private closed = false;
 
   private constructor(
@@ -58,7 +65,7 @@ export class SessionHost implements FeedSource {
   ) {
     this.id = meta.id;
     this.logger = opts.logger;
-    this.state = new SessionState(meta);
+    this.state = new SessionState(meta, opts.engineOf);
     this.tail = new EventTail(meta.id, opts.cacheBytes, opts.catchUp, () => this.neededSeq());
     this.screen = new RunningScreen(meta.id, opts.logger, opts.commandScreens, () => [...this.feeds].some((f) => f.screenSubscriber && !f.closed));
   }
@@ -134,17 +141,17 @@ export class SessionHost implements FeedSource {
    */
   static async load(dir: string, id: string, fallbackMeta: SessionMeta | undefined, opts: HostOptions): Promise<SessionHost> {
     const host = new SessionHost(dir, fallbackMeta ? { ...fallbackMeta } : blankMeta(id), opts);
-    const replay = { headSeq: 0, lost: [] as { from: number; to: number }[] };
+    const replay = new JournalReplay(id, host.tail, host.state, opts.packEventBody);
     const openOpts: JournalOpenOptions = {
       logger: opts.logger,
       directIO: opts.directIO,
-      onRecord: (rec) => host.replayRecord(rec, replay),
+      onRecord: (rec) => replay.record(rec),
       // The journal resyncs past damage and says where; the lost seqs show as a gap.
       onDamage: (d) => opts.logger.error({ sessionId: id, file: host.journalFile, offset: d.offset, bytes: d.bytes, reason: d.reason, afterSeq: replay.headSeq }, `session ${id}: its journal is damaged after event ${replay.headSeq}; the records after the damage are kept`),
     };
     const journal = await SessionJournal.open(host.journalFile, openOpts);
     const remembered = fallbackMeta?.headSeq ?? 0;
-    if (remembered > replay.headSeq) replay.lost.push({ from: replay.headSeq + 1, to: remembered });
+    replay.rememberedHead(remembered);
     host.attach(journal, Math.max(replay.headSeq, remembered));
     host.meta.headSeq = host.log.headSeq;
     for (const { from, to } of replay.lost) {
@@ -153,20 +160,7 @@ export class SessionHost implements FeedSource {
       host.append('error', { reason: 'journal_corrupt', message: `${what} damaged on disk and ${from === to ? 'is' : 'are'} gone; the rest is intact` });
     }
     const running = host.state.running;
-    if (running) {
-      const turnId = running.turnId;
-      opts.logger.warn({ sessionId: id, turnId }, 'turn was running when the daemon stopped; marking it interrupted');
-      for (const a of [...host.state.approvals.values()])
-        host.append('approval.resolved', { turnId: a.turnId, approvalId: a.approvalId, decision: 'deny', reason: 'interrupted: the daemon restarted' });
-      // Every tool call gets its result before the turn ends, so the next model request is valid;
-      // the command is not run again (DESIGN: nothing re-runs by itself).
-      for (const [callId, callTurnId] of [...host.state.openToolCalls]) host.append('tool.result', interruptedToolResult(callTurnId, callId));
-      for (const [pid, ts] of host.state.openCommands) {
-        const outcome = killOrphanGroup(pid, ts);
-        opts.logger.warn({ sessionId: id, turnId, pid, outcome }, 'command of the interrupted turn: process group handled');
-      }
-      host.append('turn.completed', { turnId, status: 'interrupted', error: 'the daemon stopped while this turn was running' });
-    }
+    if (running) endInterruptedTurn(host, running.turnId, opts.engineOf(host.meta.engine), opts.logger);
     if (running || replay.lost.length > 0) {
       try {
         await host.sync();
@@ -181,36 +175,6 @@ export class SessionHost implements FeedSource {
     return host;
   }
 
-  /** One journal record on load; false means it is not readable (the journal treats it as damage). */
-  private replayRecord(rec: ScannedRecord, replay: { headSeq: number; lost: { from: number; to: number }[] }): boolean {
-    if (rec.kind === RecordKind.event) {
-      let event: SessionEvent | undefined;
-      try {
-        event = eventFromBody(this.id, rec.body);
-      } catch {
-        return false;
-      }
-      if (!event || event.seq <= replay.headSeq) return false;
-      const seq = event.seq;
-      if (seq > replay.headSeq + 1) replay.lost.push({ from: replay.headSeq + 1, to: seq - 1 });
-      // A damage report in the journal covers every gap before it: it is made once.
-      if (event.type === 'error' && event.data.reason === 'journal_corrupt') replay.lost.length = 0;
-      replay.headSeq = seq;
-      this.tail.indexEvent(seq, rec.offset);
-      const body = mapBody(event, rec.body, this.opts.packEventBody);
-      this.tail.push(seq, body, 0, body.length, undefined, true);
-      this.state.applyEvent(event);
-      return true;
-    }
-    let value: unknown;
-    try {
-      value = unpackInternal(rec.body);
-    } catch {
-      return false;
-    }
-    return this.state.applyRecord(rec.kind, value);
-  }
-
   // ---- appending ----
 
   /** Appends an event (see EventLog.append) and folds it into the state. */
@@ -222,13 +186,13 @@ export class SessionHost implements FeedSource {
   appendStored<T extends EventType>(type: T, data: EventData<T>): StoredEvent {
     if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
     const stored = this.log.append(type, data);
-    // Streamed output folds without building the event: updatedAt, and output's line count.
+    this.state.applyEvent(type, data, stored.seq, this.log.lastTs);
+    // What the host's other owners take from the event: the running command's screen, and whether
+    // a message.completed is what its turn streamed.
     if (type === 'command.output') {
       const d = data as EventData<'command.output'>;
-      this.state.applyOutput(this.log.lastTs, d.data);
       this.screen.output(stored.seq, d.turnId, d.data);
     } else if (type === 'message.delta') {
-      this.state.touch(this.log.lastTs);
       const d = data as EventData<'message.delta'>;
       this.streamed.delta(d.turnId, d.text);
     } else {
@@ -237,10 +201,29 @@ export class SessionHost implements FeedSource {
         stored.textStreamed = this.streamed.completed(d.turnId, d.text);
       } else if (type === 'turn.started') this.streamed.started((data as EventData<'turn.started'>).turnId);
       else if (type === 'turn.completed') this.streamed.ended((data as EventData<'turn.completed'>).turnId);
-      this.state.applyEvent(stored.event);
-      this.screen.onEvent(type, stored.seq, data as { turnId?: string; tty?: boolean }, this.state.terminalSize);
+      this.screen.onEvent(type, stored.seq, data as { turnId?: string; tty?: boolean }, this.terminal);
     }
     return stored;
+  }
+
+  /**
+   * Folds an event that could not even be queued (the journal failed) without appending it: a
+   * turn.completed, so that the turn is over either way and the session does not stay 'running'.
+   */
+  foldUnrecorded<T extends EventType>(type: T, data: EventData<T>): void {
+    this.state.applyEvent(type, data, this.log.headSeq, this.opts.now());
+  }
+
+  /** The controller's terminal size, which commands start at (80×24 until one is given). */
+  get terminalSize(): { cols: number; rows: number } {
+    return { ...this.terminal };
+  }
+
+  /** Keeps the controller's terminal size for the session's next commands; true when it changed. */
+  setTerminalSize(cols: number, rows: number): boolean {
+    const changed = this.terminal.cols !== cols || this.terminal.rows !== rows;
+    this.terminal = { cols, rows };
+    return changed;
   }
 
   captureScreen(catchUp = false): Promise<ScreenCapture | undefined> {
@@ -296,32 +279,8 @@ export class SessionHost implements FeedSource {
    * Published events with seq > afterSeq, at most `limit` of them and about `maxBytes` of encoded
    * size (always at least one). From memory when the tail reaches back far enough, else the journal.
    */
-  async readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<StoredEvent[]> {
-    const end = this.log.publishedSeq;
-    if (afterSeq >= end || limit <= 0) return [];
-    const cached = this.tail.read(afterSeq, end, limit, maxBytes);
-    if (cached) return cached;
-    const out: StoredEvent[] = [];
-    let bytes = 0;
-    const minWindow = Math.max(maxBytes, 64 * 1024);
-    let { offset, window } = this.tail.seek(afterSeq + 1, minWindow);
-    const journal = this.log.journal;
-    for (;;) {
-      const { records, nextOffset } = await journal.readRecords(offset, window);
-      window = minWindow;
-      if (records.length === 0) return out;
-      for (const rec of records) {
-        if (rec.kind !== RecordKind.event) continue;
-        const stored = storedFromRecord(this.id, journal.file, rec.body, rec.offset, this.opts.packEventBody);
-        const seq = stored.seq;
-        if (seq <= afterSeq) continue;
-        if (seq > end || out.length >= limit) return out;
-        if (out.length > 0 && bytes + rec.size + WIRE_OVERHEAD > maxBytes) return out;
-        out.push(stored);
-        bytes += rec.size + WIRE_OVERHEAD;
-      }
-      offset = nextOffset;
-    }
+  readPublished(afterSeq: number, limit: number, maxBytes: number): Promise<StoredEvent[]> {
+    return readPublished({ sessionId: this.id, log: this.log, tail: this.tail, packEventBody: this.opts.packEventBody }, afterSeq, limit, maxBytes);
   }
 
   // ---- subscriptions ----

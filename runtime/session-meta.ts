@@ -84,7 +84,7 @@ export function writeMeta(dir: string, meta: SessionMeta, durable: boolean): voi
   writeFileAtomic(path.join(dir, META_FILE), JSON.stringify(meta), { durable });
 }
 
-/** The meta of a session nothing is known of yet (its journal fills it in on replay). */
+/** The meta of a session nothing is known of yet (its journal fills it in on replay; the engine stays '' — none — without a session.created). */
 export function blankMeta(id: string): SessionMeta {
-  return { format: META_FORMAT_VERSION, id, title: '', cwd: '', engine: 'shell', approvalPolicy: 'ask', archived: false, createdAt: 0, updatedAt: 0, headSeq: 0, epoch: 0, journalBytes: 0 };
+  return { format: META_FORMAT_VERSION, id, title: '', cwd: '', engine: '', approvalPolicy: 'ask', archived: false, createdAt: 0, updatedAt: 0, headSeq: 0, epoch: 0, journalBytes: 0 };
 }

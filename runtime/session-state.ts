@@ -1,27 +1,17 @@
 // SessionState: what a session's events add up to — the meta's fields, the running turn, finished
-// turns, pending approvals, idempotency entries. Its one writer is applyEvent (and applyRecord for
-// the journal's internal records), called for every event as it is appended AND as it is replayed,
-// so live and restarted sessions cannot disagree. Turn and approval code append events; they never
-// set this state themselves.
-import type { FinalTurnStatus, SessionEvent } from '../protocol/index.js';
-import type { ApprovalRequest, CommandTerminal } from './engine.js';
+// turns, pending approvals, idempotency entries, open commands, the history its engine declared.
+// Its one writer is applyEvent (and applyRecord for the journal's internal records), called for
+// every event as it is appended AND as it is replayed, so live and restarted sessions cannot
+// disagree. Turn and approval code append events; they never set this state themselves. The
+// running turn's controls (cancel, a failure, the attached terminal) are the RunningTurn's own.
+import type { EventData, EventType, FinalTurnStatus } from '../protocol/index.js';
+import type { ApprovalRequest, Engine, RecordedEvent } from './engine.js';
 import { RecordKind } from '../journal/journal.js';
 import { IdempotencyTable } from './idempotency.js';
-import { TranscriptEvents } from './chat/transcript.js';
+import { RunningTurn } from './running-turn.js';
 import type { SessionMeta } from './session-meta.js';
 
-export interface RunningTurn {
-  readonly turnId: string;
-  status: 'running' | 'cancelling';
-  /** Aborted on cancel; a turn replayed from the journal has no engine listening to it. */
-  readonly abort: AbortController;
-  /** turn.completed was appended: the engine's later emits are ignored. */
-  ended: boolean;
-  /** Why the runtime stopped it (a full disk): it then ends 'failed' with this error. */
-  failure?: string;
-  /** The command running now, attached by the engine (EngineContext.attachTerminal). */
-  terminal?: CommandTerminal;
-}
+export { RunningTurn };
 
 /**
  * A turn's line count stops growing here: no historyLines (at most 100,000) needs to know more, and
@@ -57,12 +47,10 @@ export class SessionState {
   readonly idempotency = new IdempotencyTable();
   /** Commands started by the running turn and not yet completed: pid → start ts (killed if the turn is found interrupted). */
   readonly openCommands = new Map<number, number>();
-  /** Tool calls (tool.call) without their tool.result yet: callId → turnId (answered 'interrupted' if the turn is found interrupted). */
-  readonly openToolCalls = new Map<string, string>();
-  /** A chat session's conversation events (the chat engine's ctx.history()); empty for other engines. */
-  readonly transcript = new TranscriptEvents();
-  /** The controller's terminal size (command/resize), which commands start at; not journaled. */
-  terminalSize = { cols: 80, rows: 24 };
+  /** The events of the types the session's engine declared (Engine.history), earliest first. */
+  private readonly historyEvents: RecordedEvent[] = [];
+  /** Engine.history of the session's engine, found when first needed (the meta's engine may come from session.created). */
+  private historyTypes: { engine: string; types: ReadonlySet<string> } | undefined;
   /**
    * Per turn, in the order they started: the seq of its turn.started and about how many lines it
    * printed (its input, command output's newlines, messages' and tool results' lines) — what a
@@ -71,7 +59,11 @@ export class SessionState {
   private readonly turnStartSeqs: number[] = [];
   private readonly turnLineCounts: number[] = [];
 
-  constructor(readonly meta: SessionMeta) {}
+  /** `engineOf`: the engine registered under a name (undefined for one this runtime does not have). */
+  constructor(
+    readonly meta: SessionMeta,
+    private readonly engineOf: (name: string) => Engine | undefined,
+  ) {}
 
   /** The turn running now (turn.started without its turn.completed). */
   get running(): RunningTurn | undefined {
@@ -82,78 +74,101 @@ export class SessionState {
     return this.lastTurn;
   }
 
-  /** What an event changes in the session (the default: only updatedAt). */
-  applyEvent(e: SessionEvent): void {
+  /**
+   * What an event changes in the session (the default: only updatedAt): live as it is appended,
+   * and on replay. Positional, so streamed output folds without an event object being built.
+   */
+  applyEvent<T extends EventType>(type: T, data: EventData<T>, seq: number, ts: number): void {
     const m = this.meta;
-    m.updatedAt = Math.max(m.updatedAt, e.ts);
-    switch (e.type) {
-      case 'session.created':
-        m.title = e.data.title;
-        m.cwd = e.data.cwd;
-        m.engine = e.data.engine;
-        m.approvalPolicy = e.data.approvalPolicy;
-        m.createdAt = e.ts;
+    if (ts > m.updatedAt) m.updatedAt = ts;
+    switch (type) {
+      case 'command.output':
+        this.countOutput((data as EventData<'command.output'>).data);
         break;
-      case 'session.updated':
-        if (e.data.title !== undefined && e.data.title !== null) m.title = e.data.title;
-        if (e.data.state === 'archived') m.archived = true;
-        else if (e.data.state === 'idle') m.archived = false; // session/unarchive
+      case 'message.delta':
         break;
+      case 'session.created': {
+        const d = data as EventData<'session.created'>;
+        m.title = d.title;
+        m.cwd = d.cwd;
+        m.engine = d.engine;
+        m.approvalPolicy = d.approvalPolicy;
+        m.createdAt = ts;
+        break;
+      }
+      case 'session.updated': {
+        const d = data as EventData<'session.updated'>;
+        if (d.title !== undefined && d.title !== null) m.title = d.title;
+        if (d.state === 'archived') m.archived = true;
+        else if (d.state === 'idle') m.archived = false; // session/unarchive
+        break;
+      }
       case 'lease.changed':
-        m.epoch = Math.max(m.epoch, e.data.epoch);
+        m.epoch = Math.max(m.epoch, (data as EventData<'lease.changed'>).epoch);
         break;
-      case 'turn.started':
-        this.turnStartSeqs.push(e.seq);
+      case 'turn.started': {
+        const turnId = (data as EventData<'turn.started'>).turnId;
+        this.turnStartSeqs.push(seq);
         this.turnLineCounts.push(1);
-        this.lastTurn = e.data.turnId;
-        if (this.runningTurn?.turnId !== e.data.turnId) this.runningTurn = { turnId: e.data.turnId, status: 'running', abort: new AbortController(), ended: false };
+        this.lastTurn = turnId;
+        if (this.runningTurn?.turnId !== turnId) this.runningTurn = new RunningTurn(turnId);
         break;
+      }
       case 'approval.requested': {
-        const a: ApprovalRequest = { sessionId: m.id, approvalId: e.data.approvalId, turnId: e.data.turnId, command: e.data.command, cwd: e.data.cwd, revision: e.data.revision ?? 1 };
-        if (e.data.reason !== undefined && e.data.reason !== null) a.reason = e.data.reason;
-        if (e.data.expiresAt !== undefined && e.data.expiresAt !== null) a.expiresAt = e.data.expiresAt;
+        const d = data as EventData<'approval.requested'>;
+        const a: ApprovalRequest = { sessionId: m.id, approvalId: d.approvalId, turnId: d.turnId, command: d.command, cwd: d.cwd, revision: d.revision ?? 1 };
+        if (d.reason !== undefined && d.reason !== null) a.reason = d.reason;
+        if (d.expiresAt !== undefined && d.expiresAt !== null) a.expiresAt = d.expiresAt;
         this.approvals.set(a.approvalId, a);
         break;
       }
       case 'approval.resolved':
-        this.approvals.delete(e.data.approvalId);
+        this.approvals.delete((data as EventData<'approval.resolved'>).approvalId);
         break;
-      case 'turn.completed':
-        this.endTurn(e.data.turnId, e.data.status);
+      case 'turn.completed': {
+        const d = data as EventData<'turn.completed'>;
+        this.turns.set(d.turnId, d.status);
+        if (this.runningTurn?.turnId === d.turnId) {
+          this.runningTurn.end();
+          this.runningTurn = undefined;
+        }
+        this.openCommands.clear();
         break;
-      case 'command.started':
-        if (e.data.pid !== undefined && e.data.pid !== null) this.openCommands.set(e.data.pid, e.ts);
+      }
+      case 'command.started': {
+        const pid = (data as EventData<'command.started'>).pid;
+        if (pid !== undefined && pid !== null) this.openCommands.set(pid, ts);
         break;
+      }
       case 'command.completed':
         this.openCommands.clear();
         break;
-      case 'tool.call':
-        this.openToolCalls.set(e.data.callId, e.data.turnId);
-        break;
       case 'tool.result':
-        this.openToolCalls.delete(e.data.callId);
-        this.addLines(1 + countTextLines(e.data.output));
+        this.addLines(1 + countTextLines((data as EventData<'tool.result'>).output));
         break;
       case 'message.completed':
-        this.addLines(1 + countTextLines(e.data.text));
-        break;
-      case 'command.output':
-        this.applyOutput(e.ts, e.data.data);
+        this.addLines(1 + countTextLines((data as EventData<'message.completed'>).text));
         break;
       default:
         break;
     }
-    if (m.engine === 'chat') this.transcript.add(e.type, e.data);
+    if (this.keepsInHistory(type)) this.historyEvents.push({ type, data });
   }
 
-  /** What the fold of a streamed-output event (command.output, message.delta) amounts to, without building the event. */
-  touch(ts: number): void {
-    if (ts > this.meta.updatedAt) this.meta.updatedAt = ts;
+  /** The events the session's engine declared in Engine.history, earliest first (a copy). */
+  history(): RecordedEvent[] {
+    return this.historyEvents.slice();
   }
 
-  /** The fold of command.output (live without building the event, and on replay): updatedAt and the turn's line count. */
-  applyOutput(ts: number, data: Uint8Array): void {
-    if (ts > this.meta.updatedAt) this.meta.updatedAt = ts;
+  private keepsInHistory(type: string): boolean {
+    const engine = this.meta.engine;
+    if (!engine) return false;
+    if (this.historyTypes?.engine !== engine) this.historyTypes = { engine, types: new Set(this.engineOf(engine)?.history ?? []) };
+    return this.historyTypes.types.size > 0 && this.historyTypes.types.has(type);
+  }
+
+  /** Output's share of the turn's line count. */
+  private countOutput(data: Uint8Array): void {
     const last = this.turnLineCounts.length - 1;
     if (last < 0) return;
     const have = this.turnLineCounts[last]!;
@@ -200,19 +215,6 @@ export class SessionState {
     }
     // Unknown kinds inside a supported format are skipped: they carry nothing this build needs.
     return true;
-  }
-
-  /**
-   * What turn.completed folds to. Called directly only when that event could not even be queued
-   * (the journal failed): the turn is over either way, and the session must not stay 'running'.
-   */
-  endTurn(turnId: string, status: FinalTurnStatus): void {
-    this.turns.set(turnId, status);
-    if (this.runningTurn?.turnId === turnId) {
-      this.runningTurn.ended = true;
-      this.runningTurn = undefined;
-    }
-    this.openCommands.clear();
   }
 
   get finishedTurns(): ReadonlyMap<string, FinalTurnStatus> {

@@ -5,40 +5,25 @@ import type { EventData, FinalTurnStatus, TurnStatus } from '../protocol/index.j
 import { AstraError, LIMITS } from '../protocol/index.js';
 import type { Approvals } from './approvals.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
+import { checkEngineEvent, engineEventTypes } from './engine-events.js';
 import { fingerprint } from './idempotency.js';
 import { newId } from './ids.js';
 import { RecordKind } from '../journal/journal.js';
 import type { RuntimeLogger } from './logger.js';
+import type { RunningTurn } from './running-turn.js';
 import type { SessionHost } from './session-host.js';
-import { runShellCommand } from './shell-engine.js';
-import { chatCommandEnv } from './chat/options.js';
-import type { ChatEngineContext, ToolCommandOutcome } from './chat/context.js';
-import { OutputCapture } from './chat/tool-output.js';
-import type { RunningTurn } from './session-state.js';
 import { DAEMON_BOUNDS } from '../flow/index.js';
 
 /** EngineContext.emit returns false once this many bytes of a session's events wait for the disk (flow/daemon-bounds.ts turnBacklog). */
 const BACKLOG_HIGH_MARK = DAEMON_BOUNDS.turnBacklog.value;
 
 export interface TurnDeps {
-  engines: Record<string, Engine>;
+  engineOf(name: string): Engine | undefined;
   maxInputChars: number;
   logger: RuntimeLogger;
   approvals: Approvals;
   isClosed(): boolean;
   ended(sessionId: string, turnId: string, status: FinalTurnStatus): void;
-}
-
-/**
- * A tool command of the chat engine (ctx.runCommand): run exactly as a shell turn's command, in the
- * turn's stream, with the API key left out of its environment and only head and tail kept in memory.
- */
-async function runToolCommand(ctx: EngineContext, req: { command: string; cwd: string; captureBytes: number }): Promise<ToolCommandOutcome> {
-  const capture = new OutputCapture(req.captureBytes);
-  const r = await runShellCommand(ctx, { command: req.command, cwd: req.cwd, env: chatCommandEnv(), noInput: true, onOutput: (c) => capture.push(c) });
-  const out: ToolCommandOutcome = { outcome: r.outcome, exitCode: r.exitCode, signal: r.signal, output: capture.result() };
-  if (r.error !== undefined) out.error = r.error;
-  return out;
 }
 
 export class Turns {
@@ -47,7 +32,7 @@ export class Turns {
   start(host: SessionHost, text: string, idempotencyKey: string, terminal?: { cols: number; rows: number }): Promise<{ turnId: string }> {
     const max = this.d.maxInputChars;
     // The size is the controller's for every later command, whatever becomes of this turn.
-    if (terminal) host.state.terminalSize = { cols: terminal.cols, rows: terminal.rows };
+    if (terminal) host.setTerminalSize(terminal.cols, terminal.rows);
     if (text.length > max)
       return Promise.reject(
         new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { max_chars: max, actual_chars: text.length }),
@@ -80,18 +65,21 @@ export class Turns {
 
   /** A turn that started but could not be made durable never runs: it ends failed. */
   private endUnrun(host: SessionHost, turn: RunningTurn, why: string): void {
+    const data = { turnId: turn.turnId, status: 'failed', error: `the turn could not be recorded: ${why}` } as const;
     try {
-      host.append('turn.completed', { turnId: turn.turnId, status: 'failed', error: `the turn could not be recorded: ${why}` });
+      host.append('turn.completed', data);
     } catch {
-      host.state.endTurn(turn.turnId, 'failed');
+      host.foldUnrecorded('turn.completed', data);
     }
   }
 
   private async run(host: SessionHost, turn: RunningTurn, text: string): Promise<void> {
     const turnId = turn.turnId;
-    const engine = this.d.engines[host.meta.engine];
-    const signal = turn.abort.signal;
-    const ctx: EngineContext & Pick<ChatEngineContext, 'history' | 'runCommand'> = {
+    const engineName = host.meta.engine;
+    const engine = this.d.engineOf(engineName);
+    const allowed = engineEventTypes(engine);
+    const signal = turn.signal;
+    const ctx: EngineContext = {
       sessionId: host.id,
       turnId,
       cwd: host.meta.cwd,
@@ -100,6 +88,7 @@ export class Turns {
       engineOptions: host.meta.engineOptions ?? {},
       signal,
       emit: (type, data) => {
+        checkEngineEvent(engineName, allowed, type);
         if (turn.ended || this.d.isClosed()) return true;
         // A full disk: the turn is being stopped (diskFull), and its output has nowhere to go.
         if (host.blocked) return false;
@@ -116,21 +105,15 @@ export class Turns {
         return host.backlogBytes < BACKLOG_HIGH_MARK && !host.screen.full;
       },
       drained: () => host.drained(BACKLOG_HIGH_MARK),
-      terminalSize: () => ({ ...host.state.terminalSize }),
-      attachTerminal: (t) => {
-        turn.terminal = t;
-        return () => {
-          if (turn.terminal === t) turn.terminal = undefined;
-        };
-      },
+      terminalSize: () => host.terminalSize,
+      attachTerminal: (t) => turn.attach(t),
       requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req),
-      // Folded as events are appended (SessionState.transcript): no journal read per turn.
-      history: async () => host.state.transcript.list(),
-      runCommand: (req) => runToolCommand(ctx, req),
+      // Folded as events are appended and replayed (SessionState.history): no journal read per turn.
+      history: async () => host.state.history(),
     };
     let result: EngineResult;
     try {
-      if (!engine) throw new Error(`engine '${host.meta.engine}' is not available in this daemon`);
+      if (!engine) throw new Error(`engine '${engineName}' is not available in this daemon`);
       result = await engine.runTurn(ctx);
     } catch (e) {
       result = { status: 'failed', error: (e as Error).message };
@@ -147,7 +130,7 @@ export class Turns {
       host.append('turn.completed', data);
     } catch (e) {
       this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be appended');
-      host.state.endTurn(turnId, result.status);
+      host.foldUnrecorded('turn.completed', data);
     }
     try {
       await host.sync();
@@ -160,10 +143,7 @@ export class Turns {
   cancel(host: SessionHost, turnId?: string): { turnId: string; status: TurnStatus } {
     const running = host.state.running;
     if (running && (turnId === undefined || turnId === running.turnId)) {
-      if (running.status === 'running') {
-        running.status = 'cancelling';
-        running.abort.abort();
-      }
+      running.cancel();
       return { turnId: running.turnId, status: running.status };
     }
     const target = turnId ?? host.state.lastTurnId;
@@ -185,12 +165,11 @@ export class Turns {
   /** command/resize: the size is kept for the session's next commands and applied to the running one. */
   resize(host: SessionHost, turnId: string, cols: number, rows: number): { applied: boolean } {
     const terminal = this.commandOf(host, turnId);
-    const before = host.state.terminalSize;
-    host.state.terminalSize = { cols, rows };
+    const changed = host.setTerminalSize(cols, rows);
     const applied = terminal ? terminal.resize(cols, rows) : false;
     if (applied) host.screen.resize(turnId, cols, rows);
     // Every screen subscriber gets the screen again at its new size (an observer learns the size).
-    if (applied && (before.cols !== cols || before.rows !== rows)) host.refreshScreens();
+    if (applied && changed) host.refreshScreens();
     return { applied };
   }
 
@@ -206,11 +185,6 @@ export class Turns {
   /** The session's disk is full: its running turn is stopped, and ends 'failed' with an error event naming the cause. */
   diskFull(host: SessionHost, err: AstraError): void {
     const running = host.state.running;
-    if (!running || running.failure !== undefined) return;
-    running.failure = err.message;
-    if (running.status === 'running') {
-      running.status = 'cancelling';
-      running.abort.abort();
-    }
+    running?.fail(err.message);
   }
 }

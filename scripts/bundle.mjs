@@ -17,7 +17,7 @@ const common = {
   platform: 'node',
   target: 'node20',
   // msgpackr's optional native decoder is a prebuilt addon found at run time; undici is loaded only
-  // when a proxy is set (runtime/chat/model-proxy.ts), from node_modules, so the bundles stay small.
+  // when a proxy is set (engines/chat/model-proxy.ts), from node_modules, so the bundles stay small.
   external: ['msgpackr-extract', 'undici'],
   // Bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __astraCreateRequire } from 'node:module'; const require = __astraCreateRequire(import.meta.url);" },

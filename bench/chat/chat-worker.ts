@@ -13,8 +13,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { AstraClient } from '../../client/index.js';
-import type { ChatMessage } from '../../runtime/chat/messages.js';
-import { chatRequestBody, streamChatCompletion } from '../../runtime/chat/model-stream.js';
+import type { ChatMessage } from '../../engines/chat/messages.js';
+import { chatRequestBody, streamChatCompletion } from '../../engines/chat/model-stream.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { tell, wallMs } from '../lib.js';
 import { AnswerReport, longAnswerRequest } from './conversation.js';

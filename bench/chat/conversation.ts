@@ -1,7 +1,7 @@
 // What the long-answer readers of the chat rows share: the conversation the daemon's engine sends
 // for a long answer (so every reader sends the same request), and when a reader reports.
-import type { ChatMessage } from '../../runtime/chat/messages.js';
-import { buildTranscript, type RecordedEvent } from '../../runtime/chat/transcript.js';
+import type { ChatMessage } from '../../engines/chat/messages.js';
+import { buildTranscript, type RecordedEvent } from '../../engines/chat/transcript.js';
 import { TOKEN } from './model-gen.js';
 
 /** An answer's report goes this long after the answer started (see AnswerReport). */

@@ -1,4 +1,4 @@
-// The daemon's read of one long answer, alone: streamChatCompletion (runtime/chat/model-stream.ts)
+// The daemon's read of one long answer, alone: streamChatCompletion (engines/chat/model-stream.ts)
 // against the generating fake model server (model-gen.ts) in another process, warm, with nothing
 // else in this process. Per answer: the CPU this process spent reading it (user + system), and the
 // time to encode the answer's text the way chat-engine.ts accumulates it (`text += part.text`, then
@@ -15,7 +15,7 @@ const tokens = Number(process.argv[2] ?? 50_000);
 const answers = Number(process.argv[3] ?? 12);
 const warmup = Number(process.argv[4] ?? 3);
 const root = process.argv[5] ? path.resolve(process.argv[5]) : DIST;
-const { streamChatCompletion } = (await import(pathToFileURL(path.join(root, 'runtime/chat/model-stream.js')).href)) as typeof import('../../runtime/chat/model-stream.js');
+const { streamChatCompletion } = (await import(pathToFileURL(path.join(root, 'engines/chat/model-stream.js')).href)) as typeof import('../../engines/chat/model-stream.js');
 
 const server = spawn(process.execPath, [path.join(DIST, 'bench/chat/model-gen.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
 try {

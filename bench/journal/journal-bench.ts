@@ -7,7 +7,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Runtime, createSyntheticEngine, type Engine } from '../../runtime/index.js';
+import { Runtime, type Engine } from '../../runtime/index.js';
+import { createShellEngine, createSyntheticEngine } from '../../engines/index.js';
 import { packEventBody } from '../../ipc/index.js';
 
 const EVENT_BYTES = 200;
@@ -123,7 +124,7 @@ async function runtimeOutput(totalBytes: number): Promise<{ mbPerSec: number; cp
 async function runtimeMutation(n: number): Promise<number[]> {
   const dir = tmp();
   try {
-    const rt = await Runtime.open({ dataDir: dir });
+    const rt = await Runtime.open({ dataDir: dir, engines: { shell: createShellEngine() } });
     const s = await rt.createSession({});
     const lat: number[] = [];
     for (let i = 0; i < n; i++) {

@@ -6,7 +6,8 @@
 //
 //   npm run build && node dist/bench/terminal/screen-cost.js [repeats]
 import fs from 'node:fs';
-import { Runtime, createShellEngine } from '../../runtime/index.js';
+import { Runtime } from '../../runtime/index.js';
+import { createShellEngine } from '../../engines/index.js';
 import { median, tempDir } from '../lib.js';
 
 const COMMAND = process.env.SCREEN_BENCH_COMMAND ?? 'seq 1 2000000';

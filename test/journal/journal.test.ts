@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAstraError } from '../../protocol/index.js';
 import { JOURNAL_FILE, JOURNAL_FORMAT_VERSION, JOURNAL_HEADER_BYTES, RecordKind, Runtime, SessionJournal, crc32 } from '../../runtime/index.js';
+import { createShellEngine } from '../../engines/index.js';
 import { rawRecords, recordingLogger, tempDir } from '../runtime/helpers.js';
 import { crc32Portable } from '../../journal/crc32.js';
 import { writeAllSync } from '../../journal/journal.js';
@@ -107,7 +108,7 @@ describe('session journal', () => {
     buf[buf.length - 1] ^= 0xff; // a tail that would be "truncated" if the reader touched it
     fs.writeFileSync(file, buf);
     fs.rmSync(path.join(path.dirname(file), 'meta.json'));
-    const rt = await Runtime.open({ dataDir });
+    const rt = await Runtime.open({ dataDir, engines: { shell: createShellEngine() } });
     const err = await rt.getSession(id).catch((e: unknown) => e);
     expect(isAstraError(err, 'journal_unsupported')).toBe(true);
     expect((err as Error).message).toMatch(/format 99.*Upgrade Astra/);

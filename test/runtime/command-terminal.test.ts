@@ -4,7 +4,8 @@ import * as fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { isAstraError } from '../../protocol/index.js';
-import { Runtime, createShellEngine } from '../../runtime/index.js';
+import { Runtime } from '../../runtime/index.js';
+import { createShellEngine } from '../../engines/index.js';
 import { tempDir, waitFor } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];

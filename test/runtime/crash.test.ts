@@ -5,6 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { validateEvent } from '../../protocol/index.js';
 import { Runtime } from '../../runtime/index.js';
+import { createShellEngine } from '../../engines/index.js';
 import { killOrphanGroup } from '../../runtime/orphans.js';
 import { ensureBuilt, isAlive, recordingLogger, tempDir, waitFor } from './helpers.js';
 
@@ -141,7 +142,7 @@ describe('crash safety', () => {
     c.child.kill('SIGKILL');
     await c.exited;
 
-    const rt = await Runtime.open({ dataDir: path.join(dataDir, 'data') });
+    const rt = await Runtime.open({ dataDir: path.join(dataDir, 'data'), engines: { shell: createShellEngine() } });
     const id = started.id as string;
     // A session that was running is recovered at open, before anyone asks for it.
     expect(rt.loadedSessionIds()).toContain(id);

@@ -8,6 +8,7 @@ import { Packr } from 'msgpackr';
 import type { SessionEvent } from '../../protocol/index.js';
 import { isAstraError } from '../../protocol/index.js';
 import { JOURNAL_FILE, RecordKind, Runtime, SessionJournal, silentLogger, type Engine, type FeedNotice } from '../../runtime/index.js';
+import { createShellEngine } from '../../engines/index.js';
 import { recordingLogger, tempDir, waitFor } from './helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -44,7 +45,7 @@ async function allEvents(rt: Runtime, id: string): Promise<SessionEvent[]> {
 describe('a journal that lost a range of events', () => {
   it('keeps the records after a seq gap, reports the range once in the log and as an error event, and never reuses a seq', async () => {
     const dataDir = setupDir();
-    const rt = await Runtime.open({ dataDir });
+    const rt = await Runtime.open({ dataDir, engines: { shell: createShellEngine() } });
     const s = await rt.createSession({ title: 'a' });
     await rt.renameSession(s.id, 'b'); // seq 2
     await rt.close();
@@ -78,7 +79,7 @@ describe('a journal that lost a range of events', () => {
 
   it('gives new events seqs past what meta.json remembers when the journal lost its tail', async () => {
     const dataDir = setupDir();
-    const rt = await Runtime.open({ dataDir });
+    const rt = await Runtime.open({ dataDir, engines: { shell: createShellEngine() } });
     const s = await rt.createSession({});
     await rt.renameSession(s.id, 'x'); // seq 2
     await rt.close();
@@ -103,7 +104,7 @@ describe('a journal that lost a range of events', () => {
 
   it('answers cursor_ahead with the head to a subscribe or read beyond it, and registers nothing', async () => {
     const dataDir = setupDir();
-    const rt = await Runtime.open({ dataDir });
+    const rt = await Runtime.open({ dataDir, engines: { shell: createShellEngine() } });
     const s = await rt.createSession({});
     const err = await rt.subscribe(s.id, 2, { onEvent: () => undefined }).catch((e: unknown) => e);
     expect(isAstraError(err, 'cursor_ahead')).toBe(true);

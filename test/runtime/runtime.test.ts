@@ -136,7 +136,7 @@ describe('runtime', () => {
     const d = setupDir();
     const { rt, ended } = await open(d, { cacheBytesPerSession: 64 * 1024, catchUpCacheBytes: 16 * 1024 * 1024 });
     const s = await rt.createSession({});
-    const host = () => (rt as unknown as { sessions: Map<string, { host?: { cachedBytes: number } }> }).sessions.get(s.id)!.host!;
+    const host = () => (rt as unknown as { sessions: { loaded(id: string): { cachedBytes: number } | undefined } }).sessions.loaded(s.id)!;
     let accepting = false;
     const seqs: number[] = [];
     let live = false;
@@ -170,9 +170,9 @@ describe('runtime', () => {
     const base = 64 * 1024;
     const limit = 2 * 1024 * 1024;
     const { rt, ended } = await open(d, { cacheBytesPerSession: base, catchUpCacheBytes: limit });
-    type Hosts = { sessions: Map<string, { host?: { cachedBytes: number } }>; hostOpts: { catchUp: { used: number } } };
-    const internals = rt as unknown as Hosts;
-    const surplus = (id: string) => Math.max(0, internals.sessions.get(id)!.host!.cachedBytes - base);
+    type Hosts = { sessions: { loaded(id: string): { cachedBytes: number } | undefined; hostOpts: { catchUp: { used: number } } } };
+    const internals = (rt as unknown as Hosts).sessions;
+    const surplus = (id: string) => Math.max(0, internals.loaded(id)!.cachedBytes - base);
     const ids: string[] = [];
     for (const k of ['a', 'b']) {
       const s = await rt.createSession({});
@@ -195,7 +195,7 @@ describe('runtime', () => {
     const base = 64 * 1024;
     const { rt, ended } = await open(d, { cacheBytesPerSession: base, catchUpCacheBytes: 16 * 1024 * 1024 });
     const s = await rt.createSession({});
-    const host = () => (rt as unknown as { sessions: Map<string, { host?: { cachedBytes: number } }> }).sessions.get(s.id)!.host!;
+    const host = () => (rt as unknown as { sessions: { loaded(id: string): { cachedBytes: number } | undefined } }).sessions.loaded(s.id)!;
     // Refuses, then never has capacity again: like a client stopped with SIGSTOP.
     const sub = await rt.subscribe(s.id, 0, { onEvent: () => false, waitForCapacity: () => new Promise(() => {}) });
     const t = await rt.startTurn(s.id, { text: '50000' }, 'k1');

@@ -3,7 +3,7 @@
 import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
-import { ModelCancelledError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { ModelCancelledError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../engines/chat/index.js';
 import { collect, fault } from './stream-helpers.js';
 
 const servers: ModelServer[] = [];

@@ -1,4 +1,4 @@
-// The built-in `chat` engine: a model behind any OpenAI-compatible Chat Completions server, with one
+// The `chat` engine: a model behind any OpenAI-compatible Chat Completions server, with one
 // tool, `shell`, whose every call goes through the session's approvals. One turn is a loop: send the
 // conversation (rebuilt from the journal), stream the answer as message.delta events, and for each
 // tool call ask for approval, run the command as the shell engine does, send back its result; until
@@ -6,14 +6,15 @@
 // have been made.
 import * as path from 'node:path';
 import { isAstraError, type EventData } from '../../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from '../engine.js';
-import { isChatEngineContext, type ChatEngineContext } from './context.js';
+import type { Engine, EngineContext, EngineResult } from '../../runtime/engine.js';
+import { isChatTurnContext, type ChatEngineContext } from './context.js';
 import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
 import { DeltaPacer } from './delta-pacer.js';
 import { ModelCancelledError, ModelError, streamChatCompletion } from './model-stream.js';
 import { CHAT_CONFIG_DEFAULTS, parseChatOptions, type ChatEngineConfig } from './options.js';
 import { formatToolOutput } from './tool-output.js';
-import { DEFAULT_SYSTEM_PROMPT, buildTranscript } from './transcript.js';
+import { runToolCommand } from './tool-command.js';
+import { DEFAULT_SYSTEM_PROMPT, TRANSCRIPT_EVENT_TYPES, buildTranscript, interruptedToolResult, unansweredToolCalls } from './transcript.js';
 
 type ChatEmit = <T extends ChatEventType>(type: T, data: ChatEventData[T]) => boolean;
 
@@ -48,10 +49,16 @@ export function createChatEngine(config: Partial<ChatEngineConfig> = {}, env: Re
   const cfg: ChatEngineConfig = { ...CHAT_CONFIG_DEFAULTS, ...config };
   return {
     parseOptions: (raw) => parseChatOptions(raw, env),
+    events: ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'error', 'command.started', 'command.output', 'command.completed'],
+    history: TRANSCRIPT_EVENT_TYPES,
+    // Every tool call gets its result before the turn ends, so the next model request is valid; the
+    // command is not run again.
+    interrupted: ({ history }) => unansweredToolCalls(history).map((c) => ({ type: 'tool.result', data: interruptedToolResult(c.turnId, c.callId) })),
     async runTurn(base: EngineContext): Promise<EngineResult> {
-      if (!isChatEngineContext(base))
-        return { status: 'failed', error: "the chat engine needs the runtime's history() and runCommand() (ChatEngineContext), which this daemon does not provide: upgrade Astra" };
-      return runChatTurn(base, cfg);
+      if (!isChatTurnContext(base))
+        return { status: 'failed', error: "the chat engine needs the session's history (ctx.history()) and its checked engineOptions (ChatEngineContext), which this context does not give" };
+      const runCommand = base.runCommand ?? ((req) => runToolCommand(base, req));
+      return runChatTurn({ ...base, runCommand }, cfg);
     },
   };
 }

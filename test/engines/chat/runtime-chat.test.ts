@@ -6,13 +6,14 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionEvent } from '../../../protocol/index.js';
 import { isAstraError } from '../../../protocol/index.js';
-import { INTERRUPTED_RESULT_OUTPUT } from '../../../runtime/chat/index.js';
+import { INTERRUPTED_RESULT_OUTPUT } from '../../../engines/chat/index.js';
 import { Packr } from 'msgpackr';
-import { JOURNAL_FILE, RecordKind, Runtime, createChatEngine, encodeRecord, type RuntimeOptions } from '../../../runtime/index.js';
+import { JOURNAL_FILE, RecordKind, Runtime, encodeRecord, type RuntimeOptions } from '../../../runtime/index.js';
+import { createChatEngine, createShellEngine } from '../../../engines/index.js';
 import { SessionJournal } from '../../../journal/journal.js';
 import { SessionHost } from '../../../runtime/session-host.js';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
-import { tempDir, waitFor } from '../helpers.js';
+import { tempDir, waitFor } from '../../runtime/helpers.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -29,7 +30,7 @@ async function setup(script: string[]) {
   fs.writeFileSync(path.join(cwd, 'a.txt'), 'a');
   const env = { ASTRA_CHAT_BASE_URL: server.baseUrl };
   const open = async (extra: Partial<RuntimeOptions> = {}) => {
-    const rt = await Runtime.open({ dataDir, engines: { chat: createChatEngine({}, env) }, ...extra });
+    const rt = await Runtime.open({ dataDir, engines: { shell: createShellEngine(), chat: createChatEngine({}, env) }, ...extra });
     const ended = new Map<string, string>();
     rt.on('turnEnded', (_s, t, st) => ended.set(t, st));
     return { rt, ended };

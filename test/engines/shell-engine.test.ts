@@ -4,8 +4,9 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { LIMITS, validateEvent } from '../../protocol/index.js';
-import { Runtime, createShellEngine, type ApprovalRequest, type EngineContext } from '../../runtime/index.js';
-import { isAlive, tempDir, waitFor } from './helpers.js';
+import { Runtime, type ApprovalRequest, type EngineContext } from '../../runtime/index.js';
+import { createShellEngine } from '../../engines/index.js';
+import { isAlive, tempDir, waitFor } from '../runtime/helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

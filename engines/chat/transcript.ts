@@ -1,42 +1,23 @@
 // The transcript is the journal: the conversation sent to the model is rebuilt from the session's
 // events (message.user, message.completed, tool.call, tool.result), so the second turn sees the
-// first and a restart, an unload or a takeover loses nothing. The events are folded as they are
-// appended (TranscriptEvents), and read from the journal only when the session loads. A tool call the journal has no result
-// for (the daemon died while it ran) gets a synthetic interrupted result, so the request stays valid
-// (every assistant tool_call must be answered) and the model knows the command did not finish.
+// first and a restart, an unload or a takeover loses nothing. The runtime keeps the events of
+// TRANSCRIPT_EVENT_TYPES (the engine's declared history) as they are appended, and reads the journal
+// only when the session loads. A tool call the journal has no result for (the daemon died while it
+// ran) is answered 'interrupted' by the runtime on recovery (the engine's Engine.interrupted), and
+// gets the same text here if it still has none, so the request stays valid (every assistant
+// tool_call must be answered) and the model knows the command did not finish.
+import type { RecordedEvent } from '../../runtime/engine.js';
 import type { ChatEventData, ChatMessage, ToolCall } from './messages.js';
 
-/** An event as the runtime stores it; `data` is checked here, since tool.* are not in protocol/ yet. */
-export interface RecordedEvent {
-  type: string;
-  data: unknown;
-}
+/** An event as the runtime hands it back (ctx.history()); `data` is checked here. */
+export type { RecordedEvent };
 
 /**
- * The only event types the transcript reads: history() may leave out every other (command.output
- * above all, which can be gigabytes and reaches the model only as tool.result's head and tail).
+ * The only event types the transcript reads: the chat engine's Engine.history, so the runtime keeps
+ * only these (never command.output, which can be gigabytes and reaches the model only as
+ * tool.result's head and tail) folded as they are appended and replayed.
  */
 export const TRANSCRIPT_EVENT_TYPES = ['message.user', 'message.completed', 'tool.call', 'tool.result', 'turn.completed'] as const;
-const TRANSCRIPT_TYPES: ReadonlySet<string> = new Set(TRANSCRIPT_EVENT_TYPES);
-
-/**
- * A chat session's transcript events, folded as each event is appended and as the journal is
- * replayed at load (SessionState.applyEvent), so a turn's history() reads no journal: the journal is
- * read once, when the session loads. Holds only TRANSCRIPT_EVENT_TYPES (what the model is sent
- * anyway), never command.output.
- */
-export class TranscriptEvents {
-  private readonly events: RecordedEvent[] = [];
-
-  add(type: string, data: unknown): void {
-    if (TRANSCRIPT_TYPES.has(type)) this.events.push({ type, data });
-  }
-
-  /** A copy, earliest first. */
-  list(): RecordedEvent[] {
-    return this.events.slice();
-  }
-}
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a helpful assistant working in a terminal session. You can run shell commands with the ' +

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OutputCapture, captureOutput, formatToolOutput } from '../../../runtime/chat/index.js';
+import { OutputCapture, captureOutput, formatToolOutput } from '../../../engines/chat/index.js';
 
 describe('what the model is sent of a command\'s output', () => {
   it('sends all of an output that fits the cap', () => {

@@ -5,9 +5,9 @@
 // reads at random places; and on hand-made cases that show the scan does take the shape's events.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AnswerChunks } from '../../../runtime/chat/answer-chunks.js';
-import { ContentChunkShape } from '../../../runtime/chat/chunk-shape.js';
-import { SseEvents } from '../../../runtime/chat/sse-events.js';
+import { AnswerChunks } from '../../../engines/chat/answer-chunks.js';
+import { ContentChunkShape } from '../../../engines/chat/chunk-shape.js';
+import { SseEvents } from '../../../engines/chat/sse-events.js';
 
 const chunkJson = (delta: Record<string, unknown>, finish: string | null = null, id = 'chatcmpl-1', extra: Record<string, unknown> = {}) =>
   JSON.stringify({ id, object: 'chat.completion.chunk', created: 1767225600, model: 'm', ...extra, choices: [{ index: 0, delta, finish_reason: finish }] });

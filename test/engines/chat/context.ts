@@ -5,8 +5,8 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { ApprovalPolicy } from '../../../protocol/index.js';
-import type { ChatEngineContext, ChatSessionOptions, RecordedEvent, ToolCommandOutcome } from '../../../runtime/chat/index.js';
-import { OutputCapture, chatCommandEnv, createChatEngine, type ChatEngineConfig } from '../../../runtime/chat/index.js';
+import type { ChatEngineContext, ChatSessionOptions, RecordedEvent, ToolCommandOutcome } from '../../../engines/chat/index.js';
+import { OutputCapture, chatCommandEnv, createChatEngine, type ChatEngineConfig } from '../../../engines/chat/index.js';
 import type { EngineResult } from '../../../runtime/index.js';
 
 export interface Recorded {

@@ -1,13 +1,13 @@
-// The model client's own HTTP/1.1 (runtime/chat/model-http.ts) against raw TCP servers on loopback
+// The model client's own HTTP/1.1 (engines/chat/model-http.ts) against raw TCP servers on loopback
 // that answer with exact bytes: framings the fixture server (node:http) never sends, connections
 // kept and reused, a kept connection the server closed, and the answers it refuses to follow.
 import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { type ModelRequest, type ModelStreamPart } from '../../../engines/chat/index.js';
 import { collect, fault } from './stream-helpers.js';
 import { until } from './context.js';
-import { connectionError } from '../../../runtime/chat/model-errors.js';
-import { postModel } from '../../../runtime/chat/model-http.js';
+import { connectionError } from '../../../engines/chat/model-errors.js';
+import { postModel } from '../../../engines/chat/model-http.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,9 +1,9 @@
-// The content-chunk fast path (runtime/chat/chunk-shape.ts) must be exact: whenever match() gives a
+// The content-chunk fast path (engines/chat/chunk-shape.ts) must be exact: whenever match() gives a
 // content, JSON.parse of the same text is a chunk that says nothing but that content. Checked on
 // hand-made traps and on generated hostile texts against JSON.parse as the oracle.
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ContentChunkShape, contentOnly } from '../../../runtime/chat/chunk-shape.js';
+import { ContentChunkShape, contentOnly } from '../../../engines/chat/chunk-shape.js';
 
 const chunk = (content: string, extra = '') =>
   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"m","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}${extra}},"finish_reason":null}]}`;

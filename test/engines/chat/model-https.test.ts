@@ -1,4 +1,4 @@
-// The model client over https (runtime/chat/model-http.ts): a real TLS server on loopback with the
+// The model client over https (engines/chat/model-http.ts): a real TLS server on loopback with the
 // self-signed certificate of test/fixtures/tls. Untrusted, the request fails as fetch's did, naming
 // the certificate error; trusted through NODE_EXTRA_CA_CERTS (in a process of its own, since Node
 // reads it at start; the built dist/ — `npm run build` first), the answer streams, the host name
@@ -8,7 +8,7 @@ import * as https from 'node:https';
 import type * as net from 'node:net';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ModelError, streamChatCompletion } from '../../../runtime/chat/index.js';
+import { ModelError, streamChatCompletion } from '../../../engines/chat/index.js';
 import { ROOT, runNode } from '../../helpers/processes.js';
 
 const TLS = path.join(ROOT, 'test', 'fixtures', 'tls');
@@ -53,7 +53,7 @@ describe('the model client over https', () => {
   it('streams the answer when NODE_EXTRA_CA_CERTS trusts the certificate, one connection for two requests', async () => {
     const { port, connections } = await tlsServer();
     const script = `
-      const { streamChatCompletion } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'runtime', 'chat', 'index.js'))});
+      const { streamChatCompletion } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'engines', 'chat', 'index.js'))});
       const out = [];
       for (let i = 0; i < 2; i++) {
         let text = '';

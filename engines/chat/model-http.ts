@@ -17,10 +17,11 @@ import { createRequire } from 'node:module';
 import * as net from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { ChunkedBody, HttpFramingError, parseHead, type ResponseHead } from './http-framing.js';
+import { DAEMON_BOUNDS } from '../../flow/index.js';
 
 const IDLE_MS = 4_000;
 /** Text read but not yet taken past which the socket is paused (backpressure to the server). */
-const MAX_UNREAD_CHARS = 1024 * 1024;
+const MAX_UNREAD_CHARS = DAEMON_BOUNDS.modelUnreadChars.value;
 
 export interface ModelResponse {
   readonly status: number;

@@ -1,4 +1,4 @@
-// The built-in `shell` engine: the turn input is a command line run by /bin/sh -c in the session's
+// The `shell` engine: the turn input is a command line run by /bin/sh -c in the session's
 // cwd, in its own process group, after approval (policy 'ask') or at once ('auto'), in a
 // pseudo-terminal of the controller's size (one stream, 'stdout'), or on pipes where none can be had
 // (command.started says which: `tty`). The controller's command/input and command/resize reach it
@@ -10,7 +10,7 @@
 // was denied or expired (in which case nothing ran, and turn.completed's `reason` says 'denied: …').
 import * as fs from 'node:fs';
 import { isAstraError } from '../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from './engine.js';
+import type { Engine, EngineContext, EngineResult } from '../runtime/engine.js';
 import { startPtyCommand, type PtyCommand } from '../pty/pty-command.js';
 
 /** 'auto': a pseudo-terminal where one can be had, else pipes; 'pipes': always pipes. */
@@ -33,6 +33,7 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
   const shell = opts.shell ?? '/bin/sh';
   const mode = opts.terminal ?? 'auto';
   return {
+    events: ['command.started', 'command.output', 'command.completed'],
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       const command = ctx.input.text;
       if (ctx.approvalPolicy === 'ask') {

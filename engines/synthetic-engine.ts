@@ -1,9 +1,9 @@
-// The built-in `synthetic` engine: a load generator for benchmarks and tests. Its input is
+// The `synthetic` engine: a load generator for benchmarks and tests. Its input is
 // `count=N size=B [batch=K]`: it emits N command.output events of B bytes each, K per tick, as fast
 // as the runtime takes them (when emit() says the journal is behind, it waits for drained()),
 // without running anything. A cancelled turn stops at the next tick.
 import { AstraError, LIMITS } from '../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from './engine.js';
+import type { Engine, EngineContext, EngineResult } from '../runtime/engine.js';
 
 export interface SyntheticSpec {
   count: number;
@@ -25,6 +25,7 @@ export function parseSyntheticSpec(text: string): SyntheticSpec {
 
 export function createSyntheticEngine(): Engine {
   return {
+    events: ['command.output'],
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       let spec: SyntheticSpec;
       try {

@@ -5,8 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../../fixtures/model-server/server.mjs';
-import { INTERRUPTED_RESULT_OUTPUT, createChatEngine, type ChatSessionOptions } from '../../../runtime/chat/index.js';
-import { isAlive } from '../helpers.js';
+import { INTERRUPTED_RESULT_OUTPUT, createChatEngine, type ChatSessionOptions } from '../../../engines/chat/index.js';
+import { isAlive } from '../../runtime/helpers.js';
 import { chatSession, until, type SessionOptions } from './context.js';
 
 const cleanups: (() => unknown)[] = [];

@@ -1,9 +1,9 @@
-// What the chat engine needs from the runtime beyond EngineContext. The runtime implements it when
-// it wires the engine in; until then, tests implement it in memory.
-import type { EngineContext } from '../engine.js';
+// What a chat turn works with: the runtime's EngineContext with the session's history (the events
+// the engine declared in Engine.history) and a way to run a tool command. In the runtime, history()
+// is the context's and runCommand() the engine's own (tool-command.ts); tests give both in memory.
+import type { EngineContext, RecordedEvent } from '../../runtime/engine.js';
 import type { ChatSessionOptions } from './options.js';
 import type { CapturedOutput } from './tool-output.js';
-import type { RecordedEvent } from './transcript.js';
 
 export interface ToolCommandOutcome {
   /** 'exited': it ran to its end (any exit code or signal); 'cancelled': killed because the turn was
@@ -21,9 +21,9 @@ export interface ChatEngineContext extends EngineContext {
   engineOptions: ChatSessionOptions;
   /**
    * The session's events so far, earliest first (those of this turn may be included: the engine
-   * skips them). Read once at the start of each turn. Only TRANSCRIPT_EVENT_TYPES are needed; the
-   * runtime leaves the rest (command.output) out, and keeps them folded as they are appended
-   * (TranscriptEvents) rather than reading the journal each turn.
+   * skips them). Read once at the start of each turn. Only TRANSCRIPT_EVENT_TYPES are needed (the
+   * engine's Engine.history): the runtime keeps those folded as they are appended rather than
+   * reading the journal each turn.
    */
   history(): Promise<readonly RecordedEvent[]>;
   /**
@@ -36,7 +36,10 @@ export interface ChatEngineContext extends EngineContext {
   runCommand(req: { command: string; cwd: string; captureBytes: number }): Promise<ToolCommandOutcome>;
 }
 
-export function isChatEngineContext(ctx: EngineContext): ctx is ChatEngineContext {
+/** The context a chat turn needs; runCommand may be left to the engine (it then runs tool commands itself). */
+export type ChatTurnContext = Omit<ChatEngineContext, 'runCommand'> & Partial<Pick<ChatEngineContext, 'runCommand'>>;
+
+export function isChatTurnContext(ctx: EngineContext): ctx is ChatTurnContext {
   const c = ctx as Partial<ChatEngineContext>;
-  return typeof c.history === 'function' && typeof c.runCommand === 'function' && typeof c.engineOptions === 'object' && c.engineOptions !== null;
+  return typeof c.history === 'function' && typeof c.engineOptions === 'object' && c.engineOptions !== null;
 }

@@ -1,6 +1,7 @@
-// runtime/chat/: the `chat` engine (an OpenAI-compatible model with a shell tool behind approvals).
+// engines/chat/: the `chat` engine (an OpenAI-compatible model with a shell tool behind approvals).
 export { createChatEngine } from './chat-engine.js';
-export { isChatEngineContext, type ChatEngineContext, type ToolCommandOutcome } from './context.js';
+export { isChatTurnContext, type ChatEngineContext, type ChatTurnContext, type ToolCommandOutcome } from './context.js';
+export { runToolCommand } from './tool-command.js';
 export { SHELL_TOOL, SHELL_TOOL_NAME, TOOL_RESULT_STATUSES, type ChatEventData, type ChatEventType, type ChatMessage, type ToolCall, type ToolResultStatus } from './messages.js';
 export { MODEL_ERROR_CODES, ModelCancelledError, ModelError, chatRequestBody, scrubSecret, streamChatCompletion, type ModelErrorCode, type ModelRequest, type ModelStreamPart } from './model-stream.js';
 export { proxyFromEnv, type ProxySettings } from './model-proxy.js';

@@ -1,8 +1,8 @@
-// The pace of an answer's message.delta events (runtime/chat/delta-pacer.ts), on a fake clock and fake
+// The pace of an answer's message.delta events (engines/chat/delta-pacer.ts), on a fake clock and fake
 // timers: exact on any machine. The chat engine's tests (chat-engine.test.ts) stream real answers
 // through it and check what holds however the reads fell: the text whole, in order, nothing empty.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DeltaPacer } from '../../../runtime/chat/delta-pacer.js';
+import { DeltaPacer } from '../../../engines/chat/delta-pacer.js';
 
 describe('the delta pacer', () => {
   beforeEach(() => {

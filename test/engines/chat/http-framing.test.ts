@@ -1,8 +1,8 @@
-// The HTTP/1.1 response framing of the model client (runtime/chat/http-framing.ts): heads and chunked
+// The HTTP/1.1 response framing of the model client (engines/chat/http-framing.ts): heads and chunked
 // bodies, whole and cut at every byte, and malformed ones refused.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ChunkedBody, HttpFramingError, parseHead } from '../../../runtime/chat/http-framing.js';
+import { ChunkedBody, HttpFramingError, parseHead } from '../../../engines/chat/http-framing.js';
 
 function chunked(parts: string[], ext = ''): Buffer {
   return Buffer.from(parts.map((p) => `${Buffer.byteLength(p).toString(16)}${ext}\r\n${p}\r\n`).join('') + '0\r\n\r\n');

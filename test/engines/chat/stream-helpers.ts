@@ -1,5 +1,5 @@
 // Reading streamChatCompletion to its end in the model client's tests: every part, or the ModelError it ends with.
-import { ModelError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../runtime/chat/index.js';
+import { ModelError, streamChatCompletion, type ModelRequest, type ModelStreamPart } from '../../../engines/chat/index.js';
 
 export async function collect(req: ModelRequest): Promise<ModelStreamPart[]> {
   const parts: ModelStreamPart[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { INTERRUPTED_RESULT_OUTPUT, buildTranscript, interruptedToolResult, unansweredToolCalls, type RecordedEvent } from '../../../runtime/chat/index.js';
+import { INTERRUPTED_RESULT_OUTPUT, buildTranscript, interruptedToolResult, unansweredToolCalls, type RecordedEvent } from '../../../engines/chat/index.js';
 
 const ev = (type: string, data: Record<string, unknown>): RecordedEvent => ({ type, data });
 

@@ -1,4 +1,4 @@
-// The model client's proxy settings (runtime/chat/model-proxy.ts): which variables count, and an
+// The model client's proxy settings (engines/chat/model-proxy.ts): which variables count, and an
 // https model server reached through a CONNECT tunnel of a real proxy on loopback, the server's
 // certificate checked end to end (NODE_EXTRA_CA_CERTS, in a process of its own since Node reads it
 // at start; the built dist/ — `npm run build` first).
@@ -7,7 +7,7 @@ import * as https from 'node:https';
 import type * as net from 'node:net';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { proxyFromEnv } from '../../../runtime/chat/index.js';
+import { proxyFromEnv } from '../../../engines/chat/index.js';
 import { startTestProxy } from '../../helpers/http-proxy.js';
 import { ROOT, runNode } from '../../helpers/processes.js';
 
@@ -48,7 +48,7 @@ describe('an https model server behind HTTPS_PROXY', () => {
     closers.push(() => proxy.close());
 
     const script = `
-      const { streamChatCompletion, proxyFromEnv } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'runtime', 'chat', 'index.js'))});
+      const { streamChatCompletion, proxyFromEnv } = await import(${JSON.stringify(path.join(ROOT, 'dist', 'engines', 'chat', 'index.js'))});
       let text = '';
       for await (const p of streamChatCompletion({ baseUrl: 'https://localhost:${port}/v1', model: 'm', messages: [], signal: new AbortController().signal, stallMs: 5000, maxRetryAfterMs: 1, maxAttempts: 1, proxy: proxyFromEnv(process.env) }))
         if (p.type === 'text') text += p.text;

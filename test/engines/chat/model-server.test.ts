@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { streamChatCompletion, type ModelStreamPart } from '../../../runtime/chat/index.js';
-import { isAlive } from '../helpers.js';
+import { streamChatCompletion, type ModelStreamPart } from '../../../engines/chat/index.js';
+import { isAlive } from '../../runtime/helpers.js';
 import { until } from './context.js';
 
 const serverPath = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../fixtures/model-server/server.mjs');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isAstraError } from '../../../protocol/index.js';
-import { chatApiKeyFromEnv, chatEngineConfig, parseChatOptions } from '../../../runtime/chat/index.js';
+import { chatApiKeyFromEnv, chatEngineConfig, parseChatOptions } from '../../../engines/chat/index.js';
 
 function refused(raw: unknown, env: Record<string, string> = {}): { message: string; field: unknown } {
   try {

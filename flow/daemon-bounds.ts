@@ -55,7 +55,7 @@ export const DAEMON_BOUNDS = boundTable('DAEMON_BOUNDS', {
     unit: 'bytes',
     reason: 'Bytes queued behind a direct (O_DIRECT) write in flight past which flush() writes them synchronously instead of waiting for it.',
   },
-  // ---- a subscriber's feed (runtime/subscription-feed.ts) ----
+  // ---- a subscriber's feed (runtime/feed/subscription-feed.ts) ----
   feedPageEvents: {
     value: 2000,
     unit: 'events',

@@ -15,5 +15,5 @@ export {
 } from '../journal/journal.js';
 export { StoredEvent } from './event-body.js';
 export { JOURNAL_FILE, META_FILE } from './session-meta.js';
-export type { FeedNotice, FeedPhase, ScreenCapture, SubscribeOptions as FeedSubscribeOptions } from './subscription-feed.js';
+export type { FeedNotice, FeedPhase, ScreenCapture, SubscribeOptions as FeedSubscribeOptions } from './feed/subscription-feed.js';
 export { crc32 } from '../journal/crc32.js';

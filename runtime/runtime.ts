@@ -23,7 +23,7 @@ import { silentLogger, type RuntimeLogger } from './logger.js';
 import type { HostOptions, SessionHost } from './session-host.js';
 import { META_FORMAT_VERSION, type SessionMeta } from './session-meta.js';
 import { Sessions } from './sessions.js';
-import type { SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-feed.js';
+import type { SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './feed/subscription-feed.js';
 import type { CreateSessionParams, RuntimeEvents, RuntimeOptions } from './runtime-options.js';
 import { Turns } from './turns.js';
 

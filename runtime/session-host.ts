@@ -22,7 +22,7 @@ import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta }
 import { RunningScreen, type ScreenCapture } from './running-screen.js';
 import { SessionState } from './session-state.js';
 import { StreamedText } from './streamed-text.js';
-import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscribeOptions, type SubscriptionHandle, type SubscriptionSink } from './subscription-feed.js';
+import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscribeOptions, type SubscriptionHandle, type SubscriptionSink } from './feed/subscription-feed.js';
 
 export interface HostOptions {
   logger: RuntimeLogger;

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionEvent } from '../../protocol/index.js';
 import { Runtime, StoredEvent, silentLogger, type ScreenCapture } from '../../runtime/index.js';
 import { createShellEngine } from '../../engines/index.js';
-import { SubscriptionFeed, type FeedSource } from '../../runtime/subscription-feed.js';
+import { SubscriptionFeed, type FeedSource } from '../../runtime/feed/subscription-feed.js';
 import { defaultPackEventBody, peekType } from '../../runtime/event-body.js';
 import { packEventBody } from '../../ipc/wire-bytes.js';
 import { tempDir, waitFor } from './helpers.js';

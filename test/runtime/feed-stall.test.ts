@@ -1,9 +1,9 @@
 // A subscriber's feed stops holding events in the catch-up cache once its reader has taken nothing
-// for a while (runtime/subscription-feed.ts, waitForCapacity): a stopped reader, not a daemon that was
+// for a while (runtime/feed/subscription-feed.ts, waitForCapacity): a stopped reader, not a daemon that was
 // merely busy. Fake timers stand in for the 200 ms, so each case is exact on any machine.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StoredEvent, silentLogger } from '../../runtime/index.js';
-import { SubscriptionFeed, type FeedSource, type SubscriptionSink } from '../../runtime/subscription-feed.js';
+import { SubscriptionFeed, type FeedSource, type SubscriptionSink } from '../../runtime/feed/subscription-feed.js';
 
 const ev = (seq: number) => StoredEvent.live('s1', seq, Buffer.alloc(8), 0, 8, 0, 'session.updated', { title: `t${seq}` }, undefined);
 const turn = () => new Promise((r) => setImmediate(r));

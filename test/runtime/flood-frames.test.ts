@@ -1,10 +1,10 @@
-// The flood detector of a screen subscriber's feed (runtime/subscription-feed.ts): more than 128 KiB
+// The flood detector of a screen subscriber's feed (runtime/feed/subscription-feed.ts): more than 128 KiB
 // of a running command's output within 50 ms turns the output into frames of the command's screen,
 // one per frame time while the output keeps coming that fast, and back to output once it slows. The
 // feed's clock is injected and its timers are fake, so each case is exact on any machine.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StoredEvent, silentLogger } from '../../runtime/index.js';
-import { SubscriptionFeed, type FeedSource } from '../../runtime/subscription-feed.js';
+import { SubscriptionFeed, type FeedSource } from '../../runtime/feed/subscription-feed.js';
 
 const KiB = 1024;
 /** The feed's frame time (FRAME_MS). */

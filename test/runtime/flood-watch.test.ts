@@ -1,6 +1,6 @@
 // The flood detector of a screen subscriber's feed, on an injected clock: exact on any machine.
 import { describe, expect, it } from 'vitest';
-import { FLOOD_BYTES, FLOOD_WINDOW_MS, FloodWatch } from '../../runtime/flood-watch.js';
+import { FLOOD_BYTES, FLOOD_WINDOW_MS, FloodWatch } from '../../runtime/feed/flood-watch.js';
 
 describe('the flood detector', () => {
   it('floods past its bytes within one window, never at them', () => {

@@ -2,7 +2,7 @@
 // counted over a window of the injected clock; past the flood's bytes within it, the subscriber gets
 // frames of the screen instead of the output. The bounds and their reasons: flow/daemon-bounds.ts
 // (floodWindowMs, floodBytes).
-import { DAEMON_BOUNDS } from '../flow/index.js';
+import { DAEMON_BOUNDS } from '../../flow/index.js';
 
 export const FLOOD_WINDOW_MS = DAEMON_BOUNDS.floodWindowMs.value;
 export const FLOOD_BYTES = DAEMON_BOUNDS.floodBytes.value;

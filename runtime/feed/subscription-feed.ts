@@ -3,12 +3,12 @@
 // the journal), switches to live at a moment when the subscriber has seen everything published (no
 // gap, no duplicate), and when the sink refuses a live event it pauses, waits for capacity, replays
 // from memory or the journal, and goes live again. Nothing is queued per subscriber meanwhile.
-import type { StoredEvent } from './event-body.js';
-import type { RuntimeLogger } from './logger.js';
-import type { ScreenCapture } from './running-screen.js';
+import type { StoredEvent } from '../event-body.js';
+import type { RuntimeLogger } from '../logger.js';
+import type { ScreenCapture } from '../running-screen.js';
 import type { FeedPhase, FeedNotice, SubscriptionSink } from './subscription-sink.js';
 import { FLOOD_BYTES, FloodWatch } from './flood-watch.js';
-import { DAEMON_BOUNDS } from '../flow/index.js';
+import { DAEMON_BOUNDS } from '../../flow/index.js';
 
 export type { ScreenCapture };
 export type { FeedNotice, FeedPhase, SubscribeOptions, SubscriptionHandle, SubscriptionSink } from './subscription-sink.js';

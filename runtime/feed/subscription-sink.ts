@@ -1,8 +1,8 @@
-// What a subscriber of a session gives and gets (runtime/subscription-feed.ts feeds it): the options
+// What a subscriber of a session gives and gets (runtime/feed/subscription-feed.ts feeds it): the options
 // of a subscription, the sink that takes its events, and the handle that says where it stands.
-import type { SessionEvent } from '../protocol/index.js';
-import type { StoredEvent } from './event-body.js';
-import type { ScreenCapture } from './running-screen.js';
+import type { SessionEvent } from '../../protocol/index.js';
+import type { StoredEvent } from '../event-body.js';
+import type { ScreenCapture } from '../running-screen.js';
 
 /** What a subscriber may ask for beyond sinceSeq (the wire's session/subscribe options). */
 export interface SubscribeOptions {

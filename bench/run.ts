@@ -11,6 +11,7 @@ import { runJournalBench } from './journal/journal-bench.js';
 import { CHAT_OBSERVERS, LONG_ROUNDS, LONG_TOKENS, runChatBench, type ChatFigures } from './chat/chat-bench.js';
 import { DaemonProc } from './daemon-proc.js';
 import { runFromTests } from './from-tests.js';
+import { runSoak } from './soak.js';
 import { runTerminalBench } from './terminal/terminal-bench.js';
 import { terminalFigures, writeTerminalTable, type TerminalResult } from './terminal/terminal-report.js';
 import { directIOUsable, giveStage, takeStage } from '../journal/direct-io.js';
@@ -37,8 +38,11 @@ const IDLE_CONNECTIONS = 100;
 const FLOOD_EVENTS = 50_000;
 const STARTUP_REPEATS = 5;
 const PEERS = ['bare', 'jsonrpc', 'grpc'] as const;
+/** The soak row (bench/soak.md): this many seconds of mixed traffic, then a minute idle, once. */
+const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 30);
+const SOAK_IDLE_SECONDS = 60;
 /**
- * BENCH_ONLY=peers,astra,cold,fan,startup,memory,tests,journal,ipc,chat,terminal runs a subset (for profiling); the
+ * BENCH_ONLY=peers,astra,cold,fan,startup,memory,soak,tests,journal,ipc,chat,terminal runs a subset (for profiling); the
  * default is all. BENCH_ONLY=rt runs only the round trips of bare and Astra, beside each other
  * (the full run measures them in `peers` and `astra`).
  */
@@ -547,6 +551,20 @@ async function main(): Promise<void> {
     log('memory');
     for (let r = 0; r < REPEATS; r++) await memory();
   }
+  if (runs('soak')) {
+    log(`soak: ${SOAK_SECONDS} s of mixed traffic (4 sessions, 8 clients; bench/soak.md), then ${SOAK_IDLE_SECONDS} s without a client`);
+    const soak = await runSoak(SOAK_SECONDS, SOAK_IDLE_SECONDS, undefined);
+    const mib = (b: number) => b / 1048576;
+    record('soak.events', 'astra', soak.stats.events);
+    record('soak.startMiB', 'astra', mib(soak.startBytes));
+    record('soak.peakMiB', 'astra', mib(soak.peakBytes));
+    record('soak.idleMiB', 'astra', mib(soak.afterBytes));
+    record('soak.idleAddMiB', 'astra', mib(soak.afterBytes - soak.startBytes));
+    log(
+      `  ${soak.stats.events} events served; RSS start ${mib(soak.startBytes).toFixed(0)} MiB, peak ${mib(soak.peakBytes).toFixed(0)}, ` +
+        `after the idle ${mib(soak.afterBytes).toFixed(0)} (+${mib(soak.afterBytes - soak.startBytes).toFixed(0)}); every 10 s idle: ${soak.idleBytes.map((b) => mib(b).toFixed(0)).join(' ')}`,
+    );
+  }
   if (runs('tests')) {
     log('what the tests no longer assert: flood frames, terminal chunks, fuzz rate, refused connections\' memory');
     for (let r = 0; r < REPEATS; r++) for (const [id, v] of Object.entries(await runFromTests(log))) record(id, 'astra', v);
@@ -600,6 +618,11 @@ async function main(): Promise<void> {
     figure('mem.stoppedObserverFloodMB', `daemon RSS added during a ${FLOOD_EVENTS.toLocaleString('en-US')}-event flood with a SIGSTOPped observer`, 'MB', 'lower', ''),
     figure('mem.floodAloneMB', `daemon RSS added during the same flood, no stopped observer`, 'MB', 'lower', ''),
     figure('mem.stoppedObserverAddMB', 'daemon RSS added by the stopped observer itself (difference of the two)', 'MB', 'lower', '≤ 32 MB', (a) => a <= 32),
+    figure('soak.events', `soak (bench/soak.md): events served in ${SOAK_SECONDS} s of mixed traffic, 4 sessions, 8 clients (varies with the machine's load)`, 'events', 'higher', ''),
+    figure('soak.startMiB', 'soak: daemon RSS before the traffic', 'MiB', 'lower', ''),
+    figure('soak.peakMiB', 'soak: daemon RSS, peak', 'MiB', 'lower', ''),
+    figure('soak.idleMiB', `soak: daemon RSS after ${SOAK_IDLE_SECONDS} s without a client`, 'MiB', 'lower', ''),
+    figure('soak.idleAddMiB', `soak: RSS after ${SOAK_IDLE_SECONDS} s idle − RSS before the traffic`, 'MiB', 'lower', '≤ 30 MiB', (a) => a <= 30),
     // Once asserted by tests (bench/from-tests.ts); the targets are the bounds those tests had.
     figure('flood.screenOutputShare', '`seq 1 300000` to a screen subscriber: share of its output delivered as output (the rest as frames)', 'ratio', 'lower', '< 0.25', (a) => a < 0.25),
     figure('flood.screenFrames', 'the same: frames of the screen it got', 'frames', 'lower', ''),

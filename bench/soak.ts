@@ -2,23 +2,24 @@
 // the shell engine, 8 clients doing mixed traffic for SOAK_SECONDS (60 by default) — turns that print,
 // subscribes from the start and from the head, unsubscribes, reconnects (a client closed and a new one
 // connected) — then every client gone and the daemon left idle for SOAK_IDLE_SECONDS (60). Prints the
-// daemon's RSS at start, at its peak and after the idle minute, as a row of bench/soak.md's table.
-// Not part of npm test; nothing here asserts a figure. SOAK_HEAP=1 has the daemon write a heap snapshot
-// (--heapsnapshot-signal=SIGUSR2) at start and after the idle, into its home, kept for comparison.
-// SOAK_MEM=1 loads bench/mem-sampler.ts into the daemon (its memory split every 5 s, per thread, into
-// a log printed at the end). SOAK_TRIM=1 then asks the daemon's glibc to give back its free memory
-// (malloc_trim(0), called through gdb — an experiment, not something Astra does) and prints the RSS after.
+// daemon's RSS at start, at its peak and after the idle, as a row of bench/soak.md's table; `npm run
+// bench` runs a shorter one (`runSoak`, BENCH_ONLY=soak). Not part of npm test; nothing here asserts a
+// figure. The daemon gives memory back by itself once quiet (daemon/idle-release.ts, after
+// ASTRA_IDLE_RELEASE_MS, 45 s); SOAK_RELEASE_MS sets that, 0 turns it off (to compare).
+// SOAK_HEAP=1 has the daemon write a heap snapshot (--heapsnapshot-signal=SIGUSR2) at start and after
+// the idle, into its home, kept for comparison. SOAK_MEM=1 loads bench/mem-sampler.ts into the daemon
+// (its memory split every 5 s, per thread, into a log printed at the end). SOAK_TRIM=1 then asks the
+// daemon's glibc for its free memory once more (malloc_trim(0) through gdb) and prints the RSS after.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AstraClient } from '../client/index.js';
 import type { SessionEvent } from '../protocol/index.js';
+import { fileURLToPath } from 'node:url';
 import { DaemonProc } from './daemon-proc.js';
 import { procRssBytes, sleep, waitFor } from './lib.js';
 
-const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
-const IDLE_SECONDS = Number(process.env.SOAK_IDLE_SECONDS ?? 60);
 const SESSIONS = 4;
 const CLIENTS = 8;
 const HEAP = process.env.SOAK_HEAP === '1';
@@ -29,7 +30,7 @@ const COMMANDS = ['seq 1 20000', 'head -c 3000000 /dev/zero | od | head -c 20000
 
 const mib = (b: number) => Math.round(b / (1024 * 1024));
 
-interface Stats {
+export interface Stats {
   turns: number;
   subscribes: number;
   reconnects: number;
@@ -97,9 +98,30 @@ async function clientLoop(d: DaemonProc, n: number, sessions: string[], until: n
   await client.close();
 }
 
-async function main(): Promise<void> {
+export interface SoakResult {
+  seconds: number;
+  idleSeconds: number;
+  startBytes: number;
+  peakBytes: number;
+  endBytes: number;
+  /** RSS every 10 s of the idle. */
+  idleBytes: number[];
+  /** RSS after the idle. */
+  afterBytes: number;
+  stats: Stats;
+}
+
+/**
+ * One soak: `seconds` of traffic, then `idleSeconds` without a client. `releaseMs` is the daemon's
+ * ASTRA_IDLE_RELEASE_MS (its own default when undefined). `print` gets the lines soak.js prints.
+ */
+export async function runSoak(seconds: number, idleSeconds: number, releaseMs: string | undefined, print: (line: string) => void = () => undefined): Promise<SoakResult> {
   const memLog = path.join(os.tmpdir(), `soak-mem-${Date.now()}.jsonl`);
-  const d = new DaemonProc({ ASTRA_SESSION_UNLOAD_MS: String(30_000), ...(MEM ? { SOAK_MEM_LOG: memLog } : {}) });
+  const d = new DaemonProc({
+    ASTRA_SESSION_UNLOAD_MS: String(30_000),
+    ...(releaseMs === undefined ? {} : { ASTRA_IDLE_RELEASE_MS: releaseMs }),
+    ...(MEM ? { SOAK_MEM_LOG: memLog } : {}),
+  });
   const sampler = new URL('./mem-sampler.js', import.meta.url).href;
   await d.start([...(HEAP ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...(MEM ? [`--import=${sampler}`] : [])]);
   const snapshot = async (label: string) => {
@@ -114,7 +136,7 @@ async function main(): Promise<void> {
       await sleep(1000);
     }
     fs.renameSync(file, to);
-    console.log(`heap snapshot (${label}): ${to}`);
+    print(`heap snapshot (${label}): ${to}`);
   };
   try {
     const setup = await d.client('soak-setup');
@@ -127,31 +149,42 @@ async function main(): Promise<void> {
     let peak = start;
     const sampler = setInterval(() => (peak = Math.max(peak, procRssBytes(d.pid))), 200);
     const stats: Stats = { turns: 0, subscribes: 0, reconnects: 0, events: 0, errors: new Map() };
-    const until = Date.now() + SECONDS * 1000;
+    const until = Date.now() + seconds * 1000;
     await Promise.all(Array.from({ length: CLIENTS }, (_, n) => clientLoop(d, n, sessions, until, stats)));
     const end = procRssBytes(d.pid);
     const idle: number[] = [];
-    for (let s = 0; s < IDLE_SECONDS; s += 10) {
+    for (let s = 0; s < idleSeconds; s += 10) {
       await sleep(10_000);
       idle.push(procRssBytes(d.pid));
     }
     clearInterval(sampler);
     const after = procRssBytes(d.pid);
     await snapshot('idle');
-    if (TRIM) console.log(`RSS after malloc_trim(0): ${mib(mallocTrim(d.pid))} MiB (${mib(after)} MiB before)`);
+    if (TRIM) print(`RSS after malloc_trim(0) through gdb: ${mib(mallocTrim(d.pid))} MiB (${mib(after)} MiB before)`);
     if (MEM) {
       await sleep(6000);
-      console.log(`memory samples (MiB), every 5 s: ${memLog}`);
-      for (const line of fs.readFileSync(memLog, 'utf8').trim().split('\n')) console.log(line);
+      print(`memory samples (MiB), every 5 s: ${memLog}`);
+      for (const line of fs.readFileSync(memLog, 'utf8').trim().split('\n')) print(line);
     }
-    console.log(`turns ${stats.turns}, subscribes ${stats.subscribes}, reconnects ${stats.reconnects}, events ${stats.events}; errors ${JSON.stringify([...stats.errors])}`);
-    console.log(`RSS every 10 s idle (MiB): ${idle.map(mib).join(' ')}`);
-    console.log('| scenario | RSS start | peak | at the end of the traffic | after ' + IDLE_SECONDS + ' s idle | idle − start |');
-    console.log('|---|---|---|---|---|---|');
-    console.log(`| soak: ${SESSIONS} sessions, ${CLIENTS} clients, ${SECONDS} s | ${mib(start)} MiB | ${mib(peak)} MiB | ${mib(end)} MiB | ${mib(after)} MiB | ${mib(after - start)} MiB |`);
+    return { seconds, idleSeconds, startBytes: start, peakBytes: peak, endBytes: end, idleBytes: idle, afterBytes: after, stats };
   } finally {
     await d.stop();
   }
+}
+
+async function main(): Promise<void> {
+  const seconds = Number(process.env.SOAK_SECONDS ?? 60);
+  const idleSeconds = Number(process.env.SOAK_IDLE_SECONDS ?? 60);
+  const r = await runSoak(seconds, idleSeconds, process.env.SOAK_RELEASE_MS, (l) => console.log(l));
+  const { stats } = r;
+  const after = r.afterBytes;
+  console.log(`turns ${stats.turns}, subscribes ${stats.subscribes}, reconnects ${stats.reconnects}, events ${stats.events}; errors ${JSON.stringify([...stats.errors])}`);
+  console.log(`RSS every 10 s idle (MiB): ${r.idleBytes.map(mib).join(' ')}`);
+  console.log('| scenario | events served | RSS start | peak | at the end of the traffic | after ' + idleSeconds + ' s idle | idle − start |');
+  console.log('|---|---|---|---|---|---|---|');
+  console.log(
+    `| soak: ${SESSIONS} sessions, ${CLIENTS} clients, ${seconds} s | ${stats.events.toLocaleString('en-US')} | ${mib(r.startBytes)} MiB | ${mib(r.peakBytes)} MiB | ${mib(r.endBytes)} MiB | ${mib(after)} MiB | +${mib(after - r.startBytes)} MiB |`,
+  );
 }
 
 /** glibc's malloc_trim(0) in the daemon, through gdb (SOAK_TRIM=1); the RSS a second later. */
@@ -165,7 +198,9 @@ function mallocTrim(pid: number): number {
   return procRssBytes(pid);
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -37,6 +37,8 @@ export interface DaemonOptions {
   maxInputChars?: number;
   /** A loaded session nobody uses (no subscriber, turn or approval) is closed after this long. */
   sessionUnloadMs?: number;
+  /** Quiet this long (no request but pings, no connection coming or going, no turn), the daemon runs a full GC and malloc_trim once (idle-release.ts); 0 = never. */
+  idleReleaseMs?: number;
   logger?: Logger;
   now?: () => number;
 }
@@ -54,6 +56,7 @@ export interface DaemonConfig {
   selfCheckMs: number;
   maxInputChars: number;
   sessionUnloadMs: number;
+  idleReleaseMs: number;
   catchUpCacheBytes: number | undefined;
   journalDirectIO: boolean | undefined;
   terminal: 'auto' | 'pipes';
@@ -69,6 +72,8 @@ export const DEFAULTS = {
   silentConnectionMs: 120_000,
   selfCheckMs: 2_000,
   sessionUnloadMs: 10 * 60_000,
+  // Past the screen worker's 30 s idle stop (pty/remote-screen.ts), so its thread is gone by then.
+  idleReleaseMs: 45_000,
 } as const;
 
 /** How often housekeeping (session unload, slow and silent connections) runs. */
@@ -110,6 +115,7 @@ export function resolveConfig(opts: DaemonOptions, env: NodeJS.ProcessEnv): Daem
     selfCheckMs: opts.selfCheckMs ?? numberFromEnv(env, 'ASTRA_SELF_CHECK_MS') ?? DEFAULTS.selfCheckMs,
     maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
     sessionUnloadMs: opts.sessionUnloadMs ?? numberFromEnv(env, 'ASTRA_SESSION_UNLOAD_MS') ?? DEFAULTS.sessionUnloadMs,
+    idleReleaseMs: opts.idleReleaseMs ?? numberFromEnv(env, 'ASTRA_IDLE_RELEASE_MS') ?? DEFAULTS.idleReleaseMs,
     catchUpCacheBytes: opts.catchUpCacheBytes ?? numberFromEnv(env, 'ASTRA_CATCHUP_CACHE_BYTES'),
     journalDirectIO: opts.journalDirectIO ?? flagFromEnv(env, 'ASTRA_JOURNAL_DIRECT_IO'),
     terminal: opts.terminal ?? terminalFromEnv(env),

@@ -250,6 +250,7 @@ export class Daemon {
       return;
     }
     this.peers.set(peer.id, peer);
+    this.watchdog.activity();
     const handshakeTimer = armHandshakeDeadline(peer, this.log);
     conn.onRequest((method, params) => this.onRequest(peer, method, params));
     conn.onNotification((method) => {
@@ -263,11 +264,13 @@ export class Daemon {
       this.log.info({ connectionId: peer.id, client: peer.info?.name, reason: err?.reason }, 'connection closed');
       void this.leaseHost.disconnect(peer).catch((e: unknown) => this.log.error({ err: e }, 'could not persist a lease grace'));
       this.watchdog.becameIdle();
+      this.watchdog.activity();
     });
   }
 
   private async onRequest(peer: Peer, method: string, params: unknown): Promise<unknown> {
     peer.lastSeenAt = this.now();
+    if (method !== 'ping') this.watchdog.activity();
     if (!peer.authenticated) return handshake(this.handshakeContext, peer, method, params);
     if (!peer.initialized) {
       throw new AstraError('not_initialized', 'send the `initialized` notification after the initialize response before any request');

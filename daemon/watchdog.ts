@@ -1,13 +1,15 @@
 // The daemon's timers (docs/operations.md; docs/protocol.md §8): idle exit, housekeeping (idle sessions, slow and silent
-// connections) and the self-check that keeps the discovery record and the socket true. It decides;
+// connections, memory given back when quiet: idle-release.ts) and the self-check that keeps the discovery record and the socket true. It decides;
 // the daemon (daemon.ts) owns the server, the record's content and stopping.
 import fs from 'node:fs';
 import { AstraError } from '../protocol/index.js';
 import { readRecord, tokensEqual, type AstraPaths, type DiscoveryRecord } from '../discovery/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { HOUSEKEEPING_MS, type DaemonConfig } from './config.js';
+import { IdleRelease } from './idle-release.js';
 import type { Logger } from './logger.js';
 import type { Peer } from './peer.js';
+import { fullGc, loadMallocTrim } from './release-memory.js';
 
 export interface WatchedDaemon {
   readonly cfg: DaemonConfig;
@@ -43,8 +45,16 @@ export class Watchdog {
   private lastUnloadAt = 0;
   private relistening = false;
   private stopped = false;
+  readonly idleRelease: IdleRelease;
 
-  constructor(private readonly d: WatchedDaemon) {}
+  constructor(private readonly d: WatchedDaemon) {
+    this.idleRelease = new IdleRelease({ afterMs: d.cfg.idleReleaseMs, now: d.now, log: d.log, gc: fullGc, loadTrim: () => loadMallocTrim() });
+  }
+
+  /** A request other than ping, or a connection that came or went: the daemon is not quiet. */
+  activity(): void {
+    this.idleRelease.activity();
+  }
 
   start(): void {
     this.housekeepingTimer = setInterval(() => this.housekeeping(), HOUSEKEEPING_MS);
@@ -94,7 +104,11 @@ export class Watchdog {
     if (now - this.lastUnloadAt >= Math.min(60_000, cfg.sessionUnloadMs)) {
       this.lastUnloadAt = now;
       void this.d.runtime.unloadIdle(cfg.sessionUnloadMs).then(
-        (ids) => ids.length && log.debug({ sessions: ids }, 'closed idle sessions'),
+        (ids) => {
+          if (ids.length === 0) return;
+          log.debug({ sessions: ids }, 'closed idle sessions');
+          this.idleRelease.again();
+        },
         (e: unknown) => log.warn({ err: e }, 'closing idle sessions failed'),
       );
     }
@@ -117,6 +131,7 @@ export class Watchdog {
         peer.conn.destroy();
       }
     }
+    this.idleRelease.tick(this.d.runtime.runningTurns().length > 0);
   }
 
   /** The record must still name this instance and say what we wrote, and the socket file must exist. */

@@ -17,8 +17,10 @@ const common = {
   platform: 'node',
   target: 'node20',
   // msgpackr's optional native decoder is a prebuilt addon found at run time; undici is loaded only
-  // when a proxy is set (engines/chat/model-proxy.ts), from node_modules, so the bundles stay small.
-  external: ['msgpackr-extract', 'undici'],
+  // when a proxy is set (engines/chat/model-proxy.ts), from node_modules, so the bundles stay small;
+  // koffi (an optional dependency whose native part is a prebuilt package) is loaded by
+  // daemon/release-memory.ts on first use, from node_modules, or not at all.
+  external: ['msgpackr-extract', 'undici', 'koffi'],
   // Bundled CommonJS dependencies call require() for Node built-ins.
   banner: { js: "import { createRequire as __astraCreateRequire } from 'node:module'; const require = __astraCreateRequire(import.meta.url);" },
   logLevel: 'warning',

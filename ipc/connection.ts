@@ -1,92 +1,25 @@
 // A framed, msgpack-speaking connection over a net.Socket, used by both the daemon and the client:
 // request/response correlation in both directions, notifications, dispatch, typed errors, and the
 // lifecycle (one `state`). Writing frames to the socket (batching, backpressure) is FrameWriter's.
-// It checks envelopes (parseMessage), not params: routing and params are the daemon's business.
-// Over 400 lines on purpose: the inbound error paths (bad MessagePack, bad envelope, the rescan for
-// an extension, never answering an error with an error) are one concern and read best together.
+// It checks envelopes (message-reader.ts), not params: routing and params are the daemon's business.
 import type net from 'node:net';
-import {
-  AstraError,
-  LIMITS,
-  isPlainObject,
-  parseMessage,
-  parseTrustedMessage,
-  type Message,
-  type RequestId,
-  type TraceContext,
-} from '../protocol/index.js';
-import type { DirectReads } from './direct-reads.js';
+import { AstraError, LIMITS, type RequestId, type TraceContext } from '../protocol/index.js';
 import { FrameDecoder } from './frame-decoder.js';
 import { packFrame } from './frame-encoder.js';
 import { FrameWriter, SOCKET_HIGH_MARK } from './frame-writer.js';
-import { PendingRequests, type Pending } from './pending-requests.js';
-import { decode, decodeFromTrustedPeer } from './msgpack.js';
-import { EventBatchDecoder } from './event-batch.js';
+import { PendingRequests, abortError, closedError, timeoutError, type Pending } from './pending-requests.js';
+import type { CloseHandler, ConnectionOptions, ConnectionState, NotificationHandler, RequestHandler, RequestOptions } from './connection-options.js';
+import { MessageReader } from './message-reader.js';
 
 export { SOCKET_HIGH_MARK };
+export type { CloseHandler, ConnectionOptions, ConnectionState, NotificationHandler, RequestContext, RequestHandler, RequestOptions } from './connection-options.js';
 /** A graceful close that cannot flush within this time becomes a destroy. */
 const CLOSE_FLUSH_TIMEOUT_MS = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
-export interface ConnectionOptions {
-  /** Frame payload limit for what we receive. */
-  maxIncomingBytes: number;
-  /** Frame payload limit for what we send. */
-  maxOutgoingBytes: number;
-  /** Default LIMITS.frameDeadlineMs. */
-  frameDeadlineMs?: number;
-  /** Default 30 000 ms; 0 = none. */
-  requestTimeoutMs?: number;
-  /** Names the connection in error messages. */
-  label?: string;
-  /** Told about exceptions thrown by our own handlers (for the log); they never reach the peer. */
-  onHandlerError?: (err: unknown, where: string) => void;
-  /**
-   * 'always' (default): every incoming frame is scanned for MessagePack extension types before it
-   * is decoded. 'onError': decode first and scan only a frame that fails validation — for a client
-   * reading its own authenticated daemon, where the envelope check (checkPlainValue) already
-   * refuses what an extension decodes to, and the scan would cost every frame a second walk.
-   */
-  extensionScan?: 'always' | 'onError';
-  /** The socket was created with `onread: directReads.onread` (ipc/direct-reads.ts): it emits no 'data'. */
-  directReads?: DirectReads;
-}
-
-export interface RequestOptions {
-  /** Overrides the connection's requestTimeoutMs; 0 = none. */
-  timeoutMs?: number;
-  /** Aborting rejects the request locally; a late answer is ignored. */
-  signal?: AbortSignal;
-  trace?: TraceContext;
-}
-
-export interface RequestContext {
-  id: RequestId;
-  trace?: TraceContext;
-}
-
-export type RequestHandler = (method: string, params: unknown, ctx: RequestContext) => unknown | Promise<unknown>;
-export type NotificationHandler = (method: string, params: unknown) => void;
-export type CloseHandler = (err: AstraError | undefined) => void;
-
 function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }
-
-/** The id of a message that failed validation, when it can still be read, so the error can echo it. */
-function readableId(value: unknown): RequestId | null {
-  if (!isPlainObject(value)) return null;
-  const id = Object.prototype.hasOwnProperty.call(value, 'id') ? value.id : undefined;
-  if (typeof id === 'number' && Number.isSafeInteger(id)) return id;
-  if (typeof id === 'string' && id.length > 0 && id.length <= 128) return id;
-  return null;
-}
-
-/**
- * 'open' until close() or destroy(); 'closing' while a graceful close flushes (or a destroyed
- * socket has yet to emit 'close'); 'closed' once the socket closed and the close handlers ran.
- */
-export type ConnectionState = 'open' | 'closing' | 'closed';
 
 export class Connection {
   private readonly socket: net.Socket;
@@ -98,23 +31,12 @@ export class Connection {
   private readonly writer: FrameWriter;
 
   private nextId = 1;
-  private readonly pending = new PendingRequests((p) =>
-    p.reject(
-      new AstraError('request_timeout', `${this.label}: no answer to ${p.method} within ${p.timeoutMs} ms; the peer may be hung or overloaded`, {
-        method: p.method,
-        timeoutMs: p.timeoutMs,
-      }),
-    ),
-  );
+  private readonly pending = new PendingRequests((p) => p.reject(timeoutError(this.label, p)));
   private requestHandler: RequestHandler | undefined;
   private readonly notificationHandlers: NotificationHandler[] = [];
   private closeHandlers: CloseHandler[] = [];
   private readonly drainHandlers: (() => void)[] = [];
-  private readonly lenientDecode: boolean;
-  /** A trusted peer's output batches, decoded without msgpackr (event-batch.ts); made at the first frame. */
-  private batches: EventBatchDecoder | undefined;
-  /** Set by trustShapes(): envelopes only (parseTrustedMessage), no walk over every value of a frame. */
-  private envelopeOnly = false;
+  private readonly reader: MessageReader;
 
   private stateNow: ConnectionState = 'open';
   private closeError: AstraError | undefined;
@@ -128,7 +50,7 @@ export class Connection {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.label = opts.label ?? 'connection';
     this.onHandlerError = opts.onHandlerError;
-    this.lenientDecode = opts.extensionScan === 'onError';
+    this.reader = new MessageReader(opts.extensionScan === 'onError');
     this.decoder = new FrameDecoder({
       maxPayloadBytes: opts.maxIncomingBytes,
       frameDeadlineMs: opts.frameDeadlineMs ?? LIMITS.frameDeadlineMs,
@@ -175,7 +97,7 @@ export class Connection {
 
   request(method: string, params?: unknown, opts: RequestOptions = {}): Promise<unknown> {
     if (this.closed) return Promise.reject(this.closedError(method));
-    if (opts.signal?.aborted) return Promise.reject(this.abortError(method, opts.signal));
+    if (opts.signal?.aborted) return Promise.reject(abortError(this.label, method, opts.signal));
     const id = this.nextId++;
     const message: { id: number; method: string; params?: unknown; trace?: TraceContext } = { id, method };
     if (params !== undefined) message.params = params;
@@ -192,7 +114,7 @@ export class Connection {
       const signal = opts.signal;
       if (signal) {
         p.signal = signal;
-        p.onAbort = () => this.pending.settle(id)?.reject(this.abortError(method, signal));
+        p.onAbort = () => this.pending.settle(id)?.reject(abortError(this.label, method, signal));
         signal.addEventListener('abort', p.onAbort, { once: true });
       }
       this.pending.add(id, p);
@@ -206,12 +128,12 @@ export class Connection {
    * handshake authenticated its daemon and agreed on the protocol version (client option `validate`).
    */
   trustShapes(): void {
-    this.envelopeOnly = true;
+    this.reader.envelopeOnly = true;
   }
 
   /** Whether trustShapes() was called: the client then checks events for their envelope only, too. */
   get shapesTrusted(): boolean {
-    return this.envelopeOnly;
+    return this.reader.envelopeOnly;
   }
 
   /** Sends a notification. Throws frame_too_large (nothing sent) when it is over the limit; a no-op once closed. */
@@ -353,43 +275,13 @@ export class Connection {
 
   /** `borrowed`: the payload lies in the decoder's reused read buffer, valid only during this call (FrameDecoder.onBorrowedFrame). */
   private handleFrame(payload: Buffer, borrowed: boolean): void {
-    let value: unknown;
-    try {
-      // Event frames (nearly every frame of a busy stream) by their known layout, keeping no view of
-      // a borrowed payload; anything else by msgpackr, from a copy of a borrowed one (its bin values are views).
-      if (this.lenientDecode) {
-        value = (this.batches ??= new EventBatchDecoder()).decode(payload, borrowed);
-        if (value === undefined) value = decodeFromTrustedPeer(borrowed ? (payload = Buffer.from(payload)) : payload);
-      } else value = decode(borrowed ? (payload = Buffer.from(payload)) : payload);
-    } catch (e) {
-      // The framing is intact, so the connection survives one bad payload.
-      this.sendError(null, e instanceof AstraError ? e : new AstraError('parse_error'));
+    const read = this.reader.read(payload, borrowed);
+    if (!('message' in read)) {
+      if ('answer' in read) this.sendError(read.id, read.answer);
+      else this.report(read.report, 'an invalid error message from the peer');
       return;
     }
-    let message: Message;
-    try {
-      message = this.envelopeOnly ? parseTrustedMessage(value) : parseMessage(value);
-    } catch (e) {
-      if (this.lenientDecode) {
-        // Scan now, so an extension type is reported as such (decode throws the precise error).
-        try {
-          decode(payload);
-        } catch (scanned) {
-          if (scanned instanceof AstraError) {
-            this.sendError(null, scanned);
-            return;
-          }
-        }
-      }
-      const err = e instanceof AstraError ? e : new AstraError('invalid_request', 'the message could not be validated');
-      // Never answer an error with an error: two peers could bounce them forever.
-      if (isPlainObject(value) && Object.prototype.hasOwnProperty.call(value, 'error')) {
-        this.report(err, 'an invalid error message from the peer');
-        return;
-      }
-      this.sendError(readableId(value), err);
-      return;
-    }
+    const message = read.message;
     switch (message.kind) {
       case 'request':
         this.handleRequest(message.id, message.method, message.params, message.trace);
@@ -450,17 +342,7 @@ export class Connection {
   }
 
   private closedError(method: string): AstraError {
-    const cause = this.closeError ?? this.peerError;
-    const why = cause ? ` (${cause.reason}: ${cause.message})` : this.socketError ? ` (${this.socketError.message})` : '';
-    return new AstraError('connection_closed', `${this.label}: the connection closed before ${method} was answered${why}; reconnect and retry if it is safe`, {
-      method,
-      ...(cause ? { cause: cause.reason } : {}),
-    });
-  }
-
-  private abortError(method: string, signal: AbortSignal): AstraError {
-    if (signal.reason instanceof AstraError) return signal.reason;
-    return new AstraError('request_cancelled', `${this.label}: ${method} was cancelled by the caller`, { method });
+    return closedError(this.label, method, this.closeError ?? this.peerError, this.socketError);
   }
 
   private finish(): void {

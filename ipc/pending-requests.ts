@@ -1,7 +1,7 @@
 // The requests a connection sent and has not had answered: by id, each with its deadline and abort
 // signal. One timer serves every deadline (armed for the earliest): a timer set and cleared per
 // request cost a round trip about a tenth of its time (node timers are a list insert and removal).
-import type { AstraError, RequestId } from '../protocol/index.js';
+import { AstraError, type RequestId } from '../protocol/index.js';
 
 export interface Pending {
   method: string;
@@ -107,4 +107,27 @@ export class PendingRequests {
     // onTimeout may have sent a request (and armed the timer for it).
     if (next < this.timerAt) this.arm(next);
   }
+}
+
+/** A request's answer did not come within its timeout. `label` names the connection. */
+export function timeoutError(label: string, p: Pending): AstraError {
+  return new AstraError('request_timeout', `${label}: no answer to ${p.method} within ${p.timeoutMs} ms; the peer may be hung or overloaded`, {
+    method: p.method,
+    timeoutMs: p.timeoutMs,
+  });
+}
+
+/** The connection closed before `method` was answered: with the cause (ours or the peer's) or the socket's error. */
+export function closedError(label: string, method: string, cause: AstraError | undefined, socketError: Error | undefined): AstraError {
+  const why = cause ? ` (${cause.reason}: ${cause.message})` : socketError ? ` (${socketError.message})` : '';
+  return new AstraError('connection_closed', `${label}: the connection closed before ${method} was answered${why}; reconnect and retry if it is safe`, {
+    method,
+    ...(cause ? { cause: cause.reason } : {}),
+  });
+}
+
+/** The caller aborted `method`: the signal's reason when it is an AstraError, else request_cancelled. */
+export function abortError(label: string, method: string, signal: AbortSignal): AstraError {
+  if (signal.reason instanceof AstraError) return signal.reason;
+  return new AstraError('request_cancelled', `${label}: ${method} was cancelled by the caller`, { method });
 }

@@ -509,7 +509,11 @@ async function flood(daemon: DaemonProc, stoppedObserver: boolean): Promise<numb
 function figure(id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, ratio: number | undefined) => boolean): Figure {
   const astra = med(id, 'astra');
   const bareV = med(id, 'bare');
-  const ratio = astra !== undefined && bareV !== undefined ? astra / bareV : undefined;
+  // Run r's Astra figure against run r's bare one: on a shared machine a run's pair saw the same load.
+  const as = samples[id]?.astra ?? [];
+  const bs = samples[id]?.bare ?? [];
+  const paired = as.length > 1 && as.length === bs.length ? as.map((a, i) => a / bs[i]!) : undefined;
+  const ratio = paired ? median(paired) : astra !== undefined && bareV !== undefined ? astra / bareV : undefined;
   return {
     id,
     name,
@@ -520,6 +524,7 @@ function figure(id: string, name: string, unit: string, better: 'higher' | 'lowe
     jsonrpc: med(id, 'jsonrpc'),
     grpc: med(id, 'grpc'),
     ratio,
+    ratioRange: paired ? [Math.min(...paired), Math.max(...paired)] : undefined,
     target,
     pass: passes && astra !== undefined ? passes(astra, ratio) : undefined,
   };
@@ -536,13 +541,18 @@ function fmtRatio(f: Figure): string {
   return f.ratio === undefined ? '—' : `${f.ratio.toFixed(2)}×`;
 }
 
+function loadNow(): string {
+  return os.loadavg().map((l) => l.toFixed(1)).join(' / ');
+}
+
 async function main(): Promise<void> {
   const t0 = wallMs();
+  const loadAtStart = loadNow();
   process.on('SIGINT', () => {
     killAll();
     process.exit(130);
   });
-  log(`astra bench: ${REPEATS} runs of each figure (medians), ${os.cpus().length} CPUs, node ${process.version}`);
+  log(`astra bench: ${REPEATS} runs of each figure (medians), ${os.cpus().length} CPUs, node ${process.version}, load average ${loadAtStart}`);
 
   for (let r = 0; r < REPEATS; r++) {
     log(`run ${r + 1}/${REPEATS}`);
@@ -675,6 +685,8 @@ async function main(): Promise<void> {
     cpu: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
     repeats: REPEATS,
     durationSec: Math.round(durationSec),
+    /** The machine's load average (1, 5, 15 min) at the start and the end of the suite: other work on the same cores. */
+    load: `${loadAtStart} at the start, ${loadNow()} at the end`,
     parameters: { STREAM_EVENTS, EVENT_BYTES, BIG_BYTES, BIG_EVENTS, SHELL_BIG, FAN_CLIENTS, FAN_EVENTS, IDLE_CONNECTIONS, FLOOD_EVENTS, STARTUP_REPEATS, PAR_IN_FLIGHT },
   };
   if (ONLY) {
@@ -690,17 +702,17 @@ const TABLE_START = '<!-- bench:table:start -->';
 const TABLE_END = '<!-- bench:table:end -->';
 
 /** Replaces the generated table in REPORT.md, keeping the hand-written analysis around it. */
-function writeReportTable(figures: Figure[], meta: { date: string; node: string; platform: string; cpu: string; repeats: number; durationSec: number }): void {
+function writeReportTable(figures: Figure[], meta: { date: string; node: string; platform: string; cpu: string; repeats: number; durationSec: number; load: string }): void {
   const lines = [
     TABLE_START,
-    `Measured ${meta.date} on ${meta.cpu}, ${meta.platform}, Node ${meta.node}; median of ${meta.repeats} runs (start-up: of ${STARTUP_REPEATS}); the suite took ${meta.durationSec} s.`,
-    'Ratio = Astra ÷ bare socket, measured in the same run (for latency and memory lower is better, for throughput higher).',
+    `Measured ${meta.date} on ${meta.cpu}, ${meta.platform}, Node ${meta.node}; median of ${meta.repeats} runs (start-up: of ${STARTUP_REPEATS}); the suite took ${meta.durationSec} s; load average ${meta.load}.`,
+    'Ratio = Astra ÷ the reference, the median of the per-run ratios (their range in brackets) where both sides ran in every run (for latency and memory lower is better, for throughput higher).',
     '',
     '| figure | unit | Astra | bare socket | ratio | vscode-jsonrpc | grpc-js | target | |',
     '|---|---|---:|---:|---:|---:|---:|---|---|',
     ...figures.map(
       (f) =>
-        `| ${f.name} | ${f.unit} | ${fmt(f.astra, f.unit)} | ${fmt(f.bare, f.unit)} | ${fmtRatio(f)} | ${fmt(f.jsonrpc, f.unit)} | ${fmt(f.grpc, f.unit)} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`,
+        `| ${f.name} | ${f.unit} | ${fmt(f.astra, f.unit)} | ${fmt(f.bare, f.unit)} | ${fmtRatio(f)}${f.ratioRange ? ` (${f.ratioRange[0].toFixed(2)}–${f.ratioRange[1].toFixed(2)})` : ''} | ${fmt(f.jsonrpc, f.unit)} | ${fmt(f.grpc, f.unit)} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`,
     ),
     TABLE_END,
   ];

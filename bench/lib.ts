@@ -334,8 +334,14 @@ export interface Figure {
   bare: number | undefined;
   jsonrpc: number | undefined;
   grpc: number | undefined;
-  /** Astra relative to the bare baseline: astra / bare. */
+  /**
+   * Astra relative to the bare baseline: the median of the per-run ratios astra / bare when both
+   * sides were measured in every run (each run's pair measured minutes apart at most), else the
+   * ratio of the medians.
+   */
   ratio: number | undefined;
+  /** The smallest and largest per-run ratio, when `ratio` is their median. */
+  ratioRange?: [number, number];
   target: string;
   pass: boolean | undefined;
 }

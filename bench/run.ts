@@ -90,7 +90,7 @@ async function startPeerServer(kind: string, dir: string): Promise<{ child: Chil
 }
 
 /** Runs `fn` against a fresh peer server of `kind` in its own temp dir; stops the server and removes the dir after. */
-async function withPeerServer<T>(kind: (typeof PEERS)[number], fn: (server: { child: Child; socketPath: string; pid: number }) => Promise<T>): Promise<T> {
+async function withPeerServer<T>(kind: (typeof PEERS)[number] | 'bare-durable', fn: (server: { child: Child; socketPath: string; pid: number }) => Promise<T>): Promise<T> {
   const dir = tempDir('astra-bench-');
   const server = await startPeerServer(kind, dir);
   try {
@@ -137,8 +137,22 @@ async function peerRound(kind: (typeof PEERS)[number]): Promise<void> {
       record('big64k.mbPerSec', kind, Number(c.mbPerSec));
       chunked = `; 64 KiB frames ${Number(c.mbPerSec).toFixed(0)} MB/s`;
     }
+    if (kind === 'bare') chunked += `; durable stream ${Math.round(await durableBareStream('streamDurable.eventsPerSec', WARMUP_EVENTS))} ev/s`;
     const rtLine = rt ? `rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; ` : '';
     log(`  ${kind.padEnd(8)} ${rtLine}stream ${Math.round(Number(st.eventsPerSec))} ev/s; 4 MiB ${Number(big.mbPerSec).toFixed(0)} MB/s${chunked}`);
+  });
+}
+
+/**
+ * The streaming row against the durable bare server (bench/peers/bare.ts BareJournal: each turn's
+ * frames written to a file before the socket, fsync ≤ 5 ms later), recorded as `figure`'s bare side.
+ */
+async function durableBareStream(figure: string, warmup?: number): Promise<number> {
+  return await withPeerServer('bare-durable', async (server) => {
+    const args = ['peer', 'bare', 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)];
+    const st = await spawnWorker(warmup === undefined ? args : [...args, String(warmup)]).nextMessage();
+    record(figure, 'bare', Number(st.eventsPerSec));
+    return Number(st.eventsPerSec);
   });
 }
 
@@ -234,10 +248,12 @@ async function coldRound(): Promise<void> {
     const st = await spawnWorker(['peer', 'bare', 'stream', server.socketPath, String(server.pid), String(STREAM_EVENTS), String(EVENT_BYTES)]).nextMessage();
     record('streamCold.eventsPerSec', 'bare', Number(st.eventsPerSec));
   });
+  await durableBareStream('streamColdDurable.eventsPerSec');
   await withDaemon(async (daemon) => {
     const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
     if (st.events !== STREAM_EVENTS) throw new Error(`bench: the cold astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
     record('streamCold.eventsPerSec', 'astra', Number(st.eventsPerSec));
+    record('streamColdDurable.eventsPerSec', 'astra', Number(st.eventsPerSec));
   });
   log(`  cold     stream bare ${Math.round(samples['streamCold.eventsPerSec']!.bare!.at(-1)!)} ev/s, astra ${Math.round(samples['streamCold.eventsPerSec']!.astra!.at(-1)!)} ev/s`);
 }
@@ -316,6 +332,7 @@ async function astraRound(): Promise<void> {
     const st = await spawnWorker(['astra', 'stream', daemon.home, 'synthetic', `count=${STREAM_EVENTS} size=${EVENT_BYTES}`, `count=${WARMUP_EVENTS} size=${EVENT_BYTES}`]).nextMessage();
     if (st.events !== STREAM_EVENTS) throw new Error(`bench: the astra stream delivered ${String(st.events)} of ${STREAM_EVENTS} events`);
     record('stream.eventsPerSec', 'astra', Number(st.eventsPerSec));
+    record('streamDurable.eventsPerSec', 'astra', Number(st.eventsPerSec));
     record('stream.clientCpuUs', 'astra', Number(st.clientCpuUsPerEvent));
     record('stream.serverCpuUs', 'astra', Number(st.serverCpuUsPerEvent));
     const rtLine = rt ? `rt p50 ${Number(rt.p50us).toFixed(1)} µs, ${Math.round(Number(rt.callsPerSec))} calls/s; ` : '';
@@ -496,7 +513,11 @@ async function flood(daemon: DaemonProc, stoppedObserver: boolean): Promise<numb
 function figure(id: string, name: string, unit: string, better: 'higher' | 'lower', target: string, passes?: (astra: number, ratio: number | undefined) => boolean): Figure {
   const astra = med(id, 'astra');
   const bareV = med(id, 'bare');
-  const ratio = astra !== undefined && bareV !== undefined ? astra / bareV : undefined;
+  // Run r's Astra figure against run r's bare one: on a shared machine a run's pair saw the same load.
+  const as = samples[id]?.astra ?? [];
+  const bs = samples[id]?.bare ?? [];
+  const paired = as.length > 1 && as.length === bs.length ? as.map((a, i) => a / bs[i]!) : undefined;
+  const ratio = paired ? median(paired) : astra !== undefined && bareV !== undefined ? astra / bareV : undefined;
   return {
     id,
     name,
@@ -507,6 +528,7 @@ function figure(id: string, name: string, unit: string, better: 'higher' | 'lowe
     jsonrpc: med(id, 'jsonrpc'),
     grpc: med(id, 'grpc'),
     ratio,
+    ratioRange: paired ? [Math.min(...paired), Math.max(...paired)] : undefined,
     target,
     pass: passes && astra !== undefined ? passes(astra, ratio) : undefined,
   };
@@ -523,13 +545,18 @@ function fmtRatio(f: Figure): string {
   return f.ratio === undefined ? '—' : `${f.ratio.toFixed(2)}×`;
 }
 
+function loadNow(): string {
+  return os.loadavg().map((l) => l.toFixed(1)).join(' / ');
+}
+
 async function main(): Promise<void> {
   const t0 = wallMs();
+  const loadAtStart = loadNow();
   process.on('SIGINT', () => {
     killAll();
     process.exit(130);
   });
-  log(`astra bench: ${REPEATS} runs of each figure (medians), ${os.cpus().length} CPUs, node ${process.version}`);
+  log(`astra bench: ${REPEATS} runs of each figure (medians), ${os.cpus().length} CPUs, node ${process.version}, load average ${loadAtStart}`);
 
   for (let r = 0; r < REPEATS; r++) {
     log(`run ${r + 1}/${REPEATS}`);
@@ -598,17 +625,19 @@ async function main(): Promise<void> {
     figure('rt.p50us', 'round trip, 1 in flight, p50', 'µs', 'lower', '≤ 1.2× bare', (_a, r) => r !== undefined && r <= 1.2),
     figure('rt.p99us', 'round trip, 1 in flight, p99', 'µs', 'lower', '≤ 1.3× bare', (_a, r) => r !== undefined && r <= 1.3),
     figure('rt.callsPerSec', `round trip, ${PAR_IN_FLIGHT} in flight`, 'calls/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
-    figure('stream.eventsPerSec', `streaming ${STREAM_EVENTS.toLocaleString('en-US')} × ${EVENT_BYTES} B events`, 'events/s', 'higher', '≥ 1.0× bare', (_a, r) => r !== undefined && r >= 1.0),
-    figure('streamCold.eventsPerSec', 'the same, cold: fresh server/daemon and client processes, no warm-up', 'events/s', 'higher', '≥ 1.0× bare', (_a, r) => r !== undefined && r >= 1.0),
+    figure('stream.eventsPerSec', `durable streaming: ${STREAM_EVENTS.toLocaleString('en-US')} × ${EVENT_BYTES} B events, journaled by Astra (bare: not journaled)`, 'events/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
+    figure('streamCold.eventsPerSec', 'the same, cold: fresh server/daemon and client processes, no warm-up', 'events/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
+    figure('streamDurable.eventsPerSec', 'the same stream beside a durable bare server (a write per turn to a file, fsync ≤ 5 ms later)', 'events/s', 'higher', ''),
+    figure('streamColdDurable.eventsPerSec', 'the same, cold, beside the durable bare server', 'events/s', 'higher', ''),
     figure('stream.serverCpuUs', 'streaming CPU, server/daemon side', 'µs/event', 'lower', ''),
     figure('stream.clientCpuUs', 'streaming CPU, client side', 'µs/event', 'lower', ''),
     figure('big.mbPerSec', `large output, ${BIG_EVENTS} × 4 MiB output events (peers: 4 MiB frames)`, 'MB/s', 'higher', '≥ 0.8× bare', (_a, r) => r !== undefined && r >= 0.8),
-    figure('bigWarm.mbPerSec', 'the same, with memory for the journal touched just before (see "Environment"; bare: 4 MiB frames)', 'MB/s', 'higher', ''),
+    figure('bigWarm.mbPerSec', 'the same, with memory for the journal touched just before (see "This machine"; bare: 4 MiB frames)', 'MB/s', 'higher', ''),
     figure('bigShell.mbPerSec', 'large output from a command: `head -c 200M /dev/zero` through the shell engine (bare: 4 MiB frames)', 'MB/s', 'higher', ''),
     figure('big64k.mbPerSec', 'large output, synthetic 64 KiB events (bare: 64 KiB frames)', 'MB/s', 'higher', ''),
-    figure('bigDisk.coldMBPerSec', 'this VM: 256 MiB written to a new file, first of two writes (see "Environment")', 'MB/s', 'higher', ''),
+    figure('bigDisk.coldMBPerSec', 'this VM: 256 MiB written to a new file, first of two writes (see "This machine")', 'MB/s', 'higher', ''),
     figure('bigDisk.directMBPerSec', 'this VM: 256 MiB written with O_DIRECT, 4 MiB per write (how the journal writes large records)', 'MB/s', 'higher', ''),
-    figure('fan.aggregateEventsPerSec', `fan-out to ${FAN_CLIENTS} client processes (${FAN_EVENTS.toLocaleString('en-US')} events), aggregate`, 'events/s', 'higher', '≥ 0.6× bare', (_a, r) => r !== undefined && r >= 0.6),
+    figure('fan.aggregateEventsPerSec', `fan-out to ${FAN_CLIENTS} client processes (${FAN_EVENTS.toLocaleString('en-US')} events), aggregate`, 'events/s', 'higher', '≥ 1.0× bare', (_a, r) => r !== undefined && r >= 1.0),
     figure('fan.slowestEventsPerSec', `fan-out, slowest client`, 'events/s', 'higher', ''),
     figure('startup.daemonStartMs', '`astra daemon start` → answering', 'ms', 'lower', '≤ 250 ms', (a) => a <= 250),
     figure('startup.statusMs', '`astra daemon status`, whole process', 'ms', 'lower', `≤ node -e 0 + 40 ms (${(nodeMs + 40).toFixed(0)} ms)`, (a) => a <= nodeMs + 40),
@@ -679,6 +708,8 @@ async function main(): Promise<void> {
     cpu: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
     repeats: REPEATS,
     durationSec: Math.round(durationSec),
+    /** The machine's load average (1, 5, 15 min) at the start and the end of the suite: other work on the same cores. */
+    load: `${loadAtStart} at the start, ${loadNow()} at the end`,
     parameters: { STREAM_EVENTS, EVENT_BYTES, BIG_BYTES, BIG_EVENTS, SHELL_BIG, FAN_CLIENTS, FAN_EVENTS, IDLE_CONNECTIONS, FLOOD_EVENTS, STARTUP_REPEATS, PAR_IN_FLIGHT },
   };
   if (ONLY) {
@@ -694,17 +725,17 @@ const TABLE_START = '<!-- bench:table:start -->';
 const TABLE_END = '<!-- bench:table:end -->';
 
 /** Replaces the generated table in REPORT.md, keeping the hand-written analysis around it. */
-function writeReportTable(figures: Figure[], meta: { date: string; node: string; platform: string; cpu: string; repeats: number; durationSec: number }): void {
+function writeReportTable(figures: Figure[], meta: { date: string; node: string; platform: string; cpu: string; repeats: number; durationSec: number; load: string }): void {
   const lines = [
     TABLE_START,
-    `Measured ${meta.date} on ${meta.cpu}, ${meta.platform}, Node ${meta.node}; median of ${meta.repeats} runs (start-up: of ${STARTUP_REPEATS}); the suite took ${meta.durationSec} s.`,
-    'Ratio = Astra ÷ bare socket, measured in the same run (for latency and memory lower is better, for throughput higher).',
+    `Measured ${meta.date} on ${meta.cpu}, ${meta.platform}, Node ${meta.node}; median of ${meta.repeats} runs (start-up: of ${STARTUP_REPEATS}); the suite took ${meta.durationSec} s; load average ${meta.load}.`,
+    'Ratio = Astra ÷ the reference, the median of the per-run ratios (their range in brackets) where both sides ran in every run (for latency and memory lower is better, for throughput higher).',
     '',
     '| figure | unit | Astra | bare socket | ratio | vscode-jsonrpc | grpc-js | target | |',
     '|---|---|---:|---:|---:|---:|---:|---|---|',
     ...figures.map(
       (f) =>
-        `| ${f.name} | ${f.unit} | ${fmt(f.astra, f.unit)} | ${fmt(f.bare, f.unit)} | ${fmtRatio(f)} | ${fmt(f.jsonrpc, f.unit)} | ${fmt(f.grpc, f.unit)} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`,
+        `| ${f.name} | ${f.unit} | ${fmt(f.astra, f.unit)} | ${fmt(f.bare, f.unit)} | ${fmtRatio(f)}${f.ratioRange ? ` (${f.ratioRange[0].toFixed(2)}–${f.ratioRange[1].toFixed(2)})` : ''} | ${fmt(f.jsonrpc, f.unit)} | ${fmt(f.grpc, f.unit)} | ${f.target} | ${f.pass === undefined ? '' : f.pass ? 'pass' : '**miss**'} |`,
     ),
     TABLE_END,
   ];

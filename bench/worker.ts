@@ -1,6 +1,6 @@
 // One benchmark process: a peer server, a peer client, or an Astra client, chosen by argv. Each talks
 // to the suite (bench/run.ts) with one JSON object per stdout line.
-//   node dist/bench/worker.js serve <bare|jsonrpc|grpc> <socket>
+//   node dist/bench/worker.js serve <bare|bare-durable|jsonrpc|grpc> <socket>
 //   node dist/bench/worker.js peer <kind> rt|rtblocks <socket>
 //   node dist/bench/worker.js peer <kind> stream <socket> <serverPid> <count> <size> [warmupCount]
 //   node dist/bench/worker.js peer <kind> fan <socket> <count>
@@ -13,12 +13,12 @@
 import { AstraClient } from '../client/index.js';
 import type { SessionEvent } from '../protocol/index.js';
 import { procCpuUs, roundTripBlocks, roundTrips, tell, wallMs } from './lib.js';
-import { bare } from './peers/bare.js';
+import { bare, bareDurable } from './peers/bare.js';
 import { grpcPeer } from './peers/grpc.js';
 import { jsonrpc } from './peers/jsonrpc.js';
 import type { Peer, PeerClient } from './peers/peer.js';
 
-const PEERS: Record<string, Peer> = { bare, jsonrpc, grpc: grpcPeer };
+const PEERS: Record<string, Peer> = { bare, 'bare-durable': bareDurable, jsonrpc, grpc: grpcPeer };
 
 
 /** Measures a stream from its start to its last event: rate, and CPU per event on both sides. */

@@ -1,6 +1,7 @@
 // Shared by the CLI tests: a temp ASTRA_HOME per test, `astra` left running, sessions made and listed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, expect } from 'vitest';
+import { AstraClient } from '../../client/index.js';
 import { CLI, cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -54,4 +55,22 @@ export async function listJson(env: NodeJS.ProcessEnv, args: string[] = []): Pro
   const r = await runCli(['sessions', '--json', ...args], env);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as Record<string, unknown>[];
+}
+
+/**
+ * The rows `astra sessions --json` prints (cli/session-commands.ts), read by an in-process client of
+ * the running daemon (never starts one): for tests that check a session's state after a command, or
+ * poll for it, without starting an `astra` process each time. What the CLI itself prints is tested
+ * through listJson.
+ */
+export async function sessionRows(env: NodeJS.ProcessEnv, opts: { all?: boolean } = {}): Promise<Record<string, unknown>[]> {
+  const client = await AstraClient.connect({ clientName: 'test', env, autoStart: false });
+  try {
+    const { sessions } = await client.session.list({ limit: 1000, includeArchived: opts.all === true });
+    const status = await client.daemon.status();
+    const live = new Map(status.sessions.map((s) => [s.id, s]));
+    return sessions.map((s) => ({ ...s, controller: s.controller ?? null, observers: live.get(s.id)?.observers ?? 0, pendingApprovals: live.get(s.id)?.pendingApprovals ?? 0 }));
+  } finally {
+    await client.close();
+  }
 }

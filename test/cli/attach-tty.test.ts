@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { sessionRows } from './cli-helpers.js';
 import { Tmux } from './tmux.js';
 
 const skipTmux = skipWithout(TMUX);
@@ -33,8 +34,7 @@ async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<
 }
 
 async function controllerPid(env: NodeJS.ProcessEnv, id: string): Promise<number> {
-  const r = await runCli(['sessions', '--json'], env);
-  const s = (JSON.parse(r.stdout) as { id: string; controller: { pid: number } | null }[]).find((x) => x.id === id);
+  const s = (await sessionRows(env)).find((x) => x.id === id) as { controller: { pid: number } | null } | undefined;
   expect(s?.controller?.pid).toEqual(expect.any(Number));
   return s!.controller!.pid;
 }

@@ -406,7 +406,9 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
 
   it('status does not call a live daemon dead while its record carries another token', async () => {
     const h = home();
-    const env = envFor(h);
+    // The daemon puts its record right at its next self-check, and status waits that long (and 0.5 s
+    // more) for it: every 200 ms here rather than the default 2 s.
+    const env = envFor(h, { ASTRA_SELF_CHECK_MS: '200' });
     expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
     const record = readRecordFile(h)!;
     const tmp = `${recordPath(h)}.tamper.tmp`;

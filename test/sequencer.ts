@@ -3,9 +3,9 @@
 //
 // Vitest's own order (BaseSequencer) puts the longest first only when its results cache
 // (node_modules/.vite/vitest) holds a duration for every file, which a fresh `npm ci` does not, nor a
-// cache that a run of a few files has overwritten; without it, files go by size. The files below took
-// the longest in whole-suite runs on the 2-core test machine; they start first, in this order, and
-// the rest follow in vitest's order. test/sequencer.test.ts checks that every name here is a test file.
+// cache that a run of a few files has overwritten; without it, files go by size. The files below take
+// the longest on the 2-core test machine (20-40 s each); they start first, in this order, and the
+// rest follow in vitest's order. test/sequencer.test.ts checks that every name here is a test file.
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -15,11 +15,13 @@ export const LONGEST_FIRST: readonly string[] = [
   'test/daemon/leases.test.ts',
   'test/daemon/daemon-cli.test.ts',
   'test/web/page.browser.test.ts',
+  'test/cli/session-commands.test.ts',
   'test/cli/manage-commands.test.ts',
   'test/web/tool-cards.browser.test.ts',
-  'test/daemon/daemon-lifecycle.test.ts',
   'test/client/api.test.ts',
+  'test/daemon/daemon-lifecycle.test.ts',
   'test/cli/attach-tty.test.ts',
+  'test/daemon/faults.test.ts',
 ];
 
 export default class LongestFirstSequencer extends BaseSequencer {

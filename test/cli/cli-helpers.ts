@@ -1,7 +1,6 @@
 // Shared by the CLI tests: a temp ASTRA_HOME per test, `astra` left running, sessions made and listed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, expect } from 'vitest';
-import { AstraClient } from '../../client/index.js';
 import { CLI, cleanupHome, envFor, makeHome, runCli } from '../helpers/processes.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -64,6 +63,8 @@ export async function listJson(env: NodeJS.ProcessEnv, args: string[] = []): Pro
  * through listJson.
  */
 export async function sessionRows(env: NodeJS.ProcessEnv, opts: { all?: boolean } = {}): Promise<Record<string, unknown>[]> {
+  // Loaded on first use: the files that import these helpers without calling this do not load the client.
+  const { AstraClient } = await import('../../client/index.js');
   const client = await AstraClient.connect({ clientName: 'test', env, autoStart: false });
   try {
     const { sessions } = await client.session.list({ limit: 1000, includeArchived: opts.all === true });

@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/sequencer.ts';
 
 export default defineConfig({
   test: {
@@ -14,5 +15,7 @@ export default defineConfig({
     // of the default ('envelope') sets it back (test/client/event-validation.test.ts).
     env: { ASTRA_CLIENT_VALIDATE: 'full' },
     reporters: ['default', './test/summary-reporter.ts'],
+    // The longest files start first (test/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });

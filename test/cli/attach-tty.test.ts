@@ -2,9 +2,12 @@
 // run in pseudo-terminals: the controller types into programs, observers watch them live, the
 // prefix key gets Astra's keys, the status line stays on the last row, and the pane's modes are put
 // back when a program ends or attach is killed. Each test: its own ASTRA_HOME and tmux server.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupHome, envFor, makeHome, runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { sessionRows } from './cli-helpers.js';
 import { Tmux } from './tmux.js';
 
 const skipTmux = skipWithout(TMUX);
@@ -33,8 +36,7 @@ async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<
 }
 
 async function controllerPid(env: NodeJS.ProcessEnv, id: string): Promise<number> {
-  const r = await runCli(['sessions', '--json'], env);
-  const s = (JSON.parse(r.stdout) as { id: string; controller: { pid: number } | null }[]).find((x) => x.id === id);
+  const s = (await sessionRows(env)).find((x) => x.id === id) as { controller: { pid: number } | null } | undefined;
   expect(s?.controller?.pid).toEqual(expect.any(Number));
   return s!.controller!.pid;
 }
@@ -105,7 +107,11 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     const id = await newSession(env);
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
-    tmux.type('a', 'for i in $(seq 1 150); do echo "line $i"; done; printf "Downloading... "; sleep 1; echo done; printf "10%%\\r50%%\\r100%%\\n"; sleep 30', true);
+    // The partial line stays until the test has seen it and lets the command go on.
+    const go = path.join(env.ASTRA_HOME!, 'go');
+    tmux.type('a', `for i in $(seq 1 150); do echo "line $i"; done; printf "Downloading... "; while [ ! -e ${go} ]; do sleep 0.05; done; echo done; printf "10%%\\r50%%\\r100%%\\n"; sleep 30`, true);
+    await tmux.waitScreen('a', /^Downloading\.\.\.\s*$/m);
+    fs.writeFileSync(go, '');
     await tmux.waitScreen('a', /^100%$/m);
     const rows = await tmux.waitLastRow('a', /^ you control │ running for i in/);
     expect(rows).toHaveLength(40);
@@ -126,8 +132,11 @@ describe.skipIf(skipTmux)('astra attach: programs in a pseudo-terminal', () => {
     tmux.start('a', ['attach', id]);
     await tmux.waitStatus('a', /you control this session/);
     const title = tmux.format('a', '#{pane_title}');
-    tmux.type('a', String.raw`printf '\033[?1049h\033[?1002h\033[?1006h\033[?2004h\033[?25l\033]2;EVIL\007full screen'; sleep 1`, true);
+    // The program exits once the test has seen its modes on the pane.
+    const go = path.join(env.ASTRA_HOME!, 'go');
+    tmux.type('a', String.raw`printf '\033[?1049h\033[?1002h\033[?1006h\033[?2004h\033[?25l\033]2;EVIL\007full screen'; while [ ! -e ` + go + ' ]; do sleep 0.05; done', true);
     await waitFor('the program\'s modes on the pane', () => tmux.format('a', MODES) === '1 1 0' || undefined);
+    fs.writeFileSync(go, '');
     await tmux.waitScreen('a', /turn completed \(exit 0\)/);
     expect(tmux.format('a', MODES)).toBe('0 0 1');
     expect(tmux.format('a', '#{pane_title}')).toBe(title);

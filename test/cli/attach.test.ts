@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupHome, envFor, isAlive, makeHome, runCli, waitFor } from '../helpers/processes.js';
 import { TMUX, skipWithout } from '../helpers/system-tools.js';
+import { sessionRows } from './cli-helpers.js';
 import { Tmux } from './tmux.js';
 
 const skipTmux = skipWithout(TMUX);
@@ -30,10 +31,9 @@ async function newSession(env: NodeJS.ProcessEnv, args: string[] = []): Promise<
   return r.stdout.trim();
 }
 
+/** The session's row as `astra sessions --json` prints it, read in-process (cli-helpers sessionRows). */
 async function sessionJson(env: NodeJS.ProcessEnv, id: string): Promise<Record<string, unknown>> {
-  const r = await runCli(['sessions', '--json'], env);
-  expect(r.code, r.stderr).toBe(0);
-  const s = (JSON.parse(r.stdout) as Record<string, unknown>[]).find((x) => x.id === id);
+  const s = (await sessionRows(env)).find((x) => x.id === id);
   expect(s).toBeDefined();
   return s!;
 }

@@ -55,3 +55,23 @@ export async function listJson(env: NodeJS.ProcessEnv, args: string[] = []): Pro
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as Record<string, unknown>[];
 }
+
+/**
+ * The rows `astra sessions --json` prints (cli/session-commands.ts), read by an in-process client of
+ * the running daemon (never starts one): for tests that check a session's state after a command, or
+ * poll for it, without starting an `astra` process each time. What the CLI itself prints is tested
+ * through listJson.
+ */
+export async function sessionRows(env: NodeJS.ProcessEnv, opts: { all?: boolean } = {}): Promise<Record<string, unknown>[]> {
+  // Loaded on first use: the files that import these helpers without calling this do not load the client.
+  const { AstraClient } = await import('../../client/index.js');
+  const client = await AstraClient.connect({ clientName: 'test', env, autoStart: false });
+  try {
+    const { sessions } = await client.session.list({ limit: 1000, includeArchived: opts.all === true });
+    const status = await client.daemon.status();
+    const live = new Map(status.sessions.map((s) => [s.id, s]));
+    return sessions.map((s) => ({ ...s, controller: s.controller ?? null, observers: live.get(s.id)?.observers ?? 0, pendingApprovals: live.get(s.id)?.pendingApprovals ?? 0 }));
+  } finally {
+    await client.close();
+  }
+}

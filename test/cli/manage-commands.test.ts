@@ -2,7 +2,7 @@
 // `astra rename`, `archive`, `rm`; what `astra sessions` says about them. Real daemon, a temp home each.
 import { describe, expect, it } from 'vitest';
 import { runCli, waitFor } from '../helpers/processes.js';
-import { listJson, newSession, setup, startCli, useCliCleanup } from './cli-helpers.js';
+import { listJson, newSession, sessionRows, setup, startCli, useCliCleanup } from './cli-helpers.js';
 
 useCliCleanup();
 
@@ -49,7 +49,7 @@ describe('naming a session', () => {
     const r = await runCli(['send', id, ' \t '], env);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^astra: the text is empty: give a command line/);
-    expect((await listJson(env))[0]).toMatchObject({ headSeq: 1 });
+    expect((await sessionRows(env))[0]).toMatchObject({ headSeq: 1 });
   });
 });
 
@@ -59,7 +59,7 @@ describe('astra sessions', () => {
     const id = await newSession(env, ['--title', 'two\nlines \x1b[31mred\x1b[0m\x07']);
     const sent = await runCli(['send', id, 'echo later'], env);
     expect(sent.code).toBe(0);
-    await waitFor('the approval to be pending', async () => ((await listJson(env))[0]!.pendingApprovals === 1 ? true : undefined));
+    await waitFor('the approval to be pending', async () => ((await sessionRows(env))[0]!.pendingApprovals === 1 ? true : undefined));
 
     const table = await runCli(['sessions'], env);
     expect(table.stdout).toMatch(new RegExp(`^${id}\\s+two lines red\\s+shell\\s+waiting for approval\\s+-\\s+0\\s+`, 'm'));
@@ -68,7 +68,7 @@ describe('astra sessions', () => {
     const [s] = await listJson(env);
     expect(s).toMatchObject({ id, controller: null, pendingApprovals: 1, runningTurnId: expect.any(String) });
     const holder = startCli(['attach', id], env);
-    await waitFor('the attach to take control', async () => ((await listJson(env))[0]!.controller ? true : undefined));
+    await waitFor('the attach to take control', async () => ((await sessionRows(env))[0]!.controller ? true : undefined));
     expect((await listJson(env))[0]!.controller).toMatchObject({ clientName: 'astra attach', pid: holder.child.pid });
   });
 });
@@ -80,7 +80,7 @@ describe('astra rename, archive and rm', () => {
     const renamed = await runCli(['rename', 'old', 'new name'], env);
     expect(renamed.stderr).toBe('');
     expect(renamed.stdout).toBe(`renamed ${id} to "new name"\n`);
-    expect((await listJson(env))[0]).toMatchObject({ id, title: 'new name' });
+    expect((await sessionRows(env))[0]).toMatchObject({ id, title: 'new name' });
     const twoLines = await runCli(['rename', id, 'a\nb'], env);
     expect(twoLines.code).toBe(1);
     expect(twoLines.stderr).toMatch(/a title is one line of plain text/);
@@ -93,12 +93,12 @@ describe('astra rename, archive and rm', () => {
     const noTty = await runCli(['rm', id], env);
     expect(noTty.code).toBe(1);
     expect(noTty.stderr).toMatch(/stdin is not a terminal; pass --yes/);
-    expect(await listJson(env, ['--all'])).toHaveLength(1);
+    expect(await sessionRows(env, { all: true })).toHaveLength(1);
 
     const rm = await runCli(['rm', id, '--yes'], env);
     expect(rm.stderr).toBe('');
     expect(rm.stdout).toBe(`deleted ${id} "new name"\n`);
-    expect(await listJson(env, ['--all'])).toEqual([]);
+    expect(await sessionRows(env, { all: true })).toEqual([]);
     const gone = await runCli(['send', id, 'true'], env);
     expect(gone.stderr).toMatch(/no session has the id/);
   });
@@ -114,22 +114,22 @@ describe('astra rename, archive and rm', () => {
     expect((await runCli(['cancel', id, '--wait'], env)).code).toBe(0);
 
     const holder = startCli(['attach', id], env);
-    await waitFor('the attach to take control', async () => ((await listJson(env))[0]!.controller ? true : undefined));
+    await waitFor('the attach to take control', async () => ((await sessionRows(env))[0]!.controller ? true : undefined));
     const held = await runCli(['rm', id, '--yes'], env);
     expect(held.code).toBe(1);
     expect(held.stderr).toMatch(new RegExp(`${id} is controlled by astra attach \\(pid ${holder.child.pid}\\); detach there first`));
-    expect(await listJson(env)).toHaveLength(1);
+    expect(await sessionRows(env)).toHaveLength(1);
   });
 
   it('rename works while a terminal controls the session (metadata, not a write to its turns), and the terminal keeps control', async () => {
     const { env } = setup();
     const id = await newSession(env, ['--title', 'before']);
     const holder = startCli(['attach', id], env);
-    await waitFor('the attach to take control', async () => ((await listJson(env))[0]!.controller ? true : undefined));
+    await waitFor('the attach to take control', async () => ((await sessionRows(env))[0]!.controller ? true : undefined));
     const renamed = await runCli(['rename', id, 'while attached'], env);
     expect(renamed.stderr).toBe('');
     expect(renamed.stdout).toBe(`renamed ${id} to "while attached"\n`);
-    const [s] = await listJson(env);
+    const [s] = await sessionRows(env);
     expect(s).toMatchObject({ id, title: 'while attached', controller: { clientName: 'astra attach', pid: holder.child.pid } });
     // The attached terminal hears of it through the session's events.
     await waitFor('the attach to show the new title', () => holder.out().includes('session updated: title "while attached"') || undefined, 15_000);
@@ -139,14 +139,14 @@ describe('astra rename, archive and rm', () => {
     const { env } = setup();
     const id = await newSession(env, ['--approval', 'auto', '--title', 'shelved']);
     expect((await runCli(['archive', id], env)).code).toBe(0);
-    expect(await listJson(env)).toEqual([]);
+    expect(await sessionRows(env)).toEqual([]);
     const refused = await runCli(['send', id, 'echo nope', '--wait'], env);
     expect(refused.stderr).toMatch(/archived/);
 
     const back = await runCli(['unarchive', 'shelved'], env);
     expect(back.stderr).toBe('');
     expect(back.stdout).toBe(`unarchived ${id} "shelved" (\`astra sessions\` lists it again)\n`);
-    expect((await listJson(env))[0]).toMatchObject({ id, state: 'idle' });
+    expect((await sessionRows(env))[0]).toMatchObject({ id, state: 'idle' });
     const ran = await runCli(['send', id, 'echo after unarchive', '--wait'], env);
     expect(ran.stdout).toMatch(/^after unarchive\r?\n$/);
 
@@ -155,6 +155,6 @@ describe('astra rename, archive and rm', () => {
     expect(again.stdout).toBe(`${id} "shelved" is not archived\n`);
     // The state survives a daemon restart (it is an event in the journal).
     expect((await runCli(['daemon', 'restart'], env)).code).toBe(0);
-    expect((await listJson(env))[0]).toMatchObject({ id, state: 'idle' });
+    expect((await sessionRows(env))[0]).toMatchObject({ id, state: 'idle' });
   });
 });

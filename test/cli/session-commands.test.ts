@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, waitFor } from '../helpers/processes.js';
-import { listJson, newSession, setup, startCli, useCliCleanup } from './cli-helpers.js';
+import { listJson, newSession, sessionRows, setup, startCli, useCliCleanup } from './cli-helpers.js';
 
 useCliCleanup();
 
@@ -122,7 +122,7 @@ describe('astra send', () => {
     const id = await newSession(env, ['--approval', 'auto']);
     // A non-terminal attach: no footer, plain lines.
     const holder = startCli(['attach', id], env);
-    await waitFor('the attach to take control', async () => ((await listJson(env))[0]!.controller ? true : undefined));
+    await waitFor('the attach to take control', async () => ((await sessionRows(env))[0]!.controller ? true : undefined));
     expect(holder.out()).not.toMatch(/\x1b\[/);
 
     const r = await runCli(['send', id, 'echo hi', '--wait'], env);
@@ -151,7 +151,7 @@ describe('astra send', () => {
     const waiting = startCli(['send', id, 'echo started; sleep 30', '--wait'], env);
     await waitFor('the command to start', () => /started\r?\n/.test(waiting.out()) || undefined);
     // send lets go of control once the turn is underway; its output can arrive a moment before that.
-    await waitFor('send to release control', async () => ((await listJson(env))[0]!.controller === null ? true : undefined));
+    await waitFor('send to release control', async () => ((await sessionRows(env))[0]!.controller === null ? true : undefined));
 
     const c = await runCli(['cancel', id, '--wait'], env);
     expect(c.code).toBe(0);

@@ -406,7 +406,9 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
 
   it('status does not call a live daemon dead while its record carries another token', async () => {
     const h = home();
-    const env = envFor(h);
+    // The daemon puts its record right at its next self-check, and status waits that long (and 0.5 s
+    // more) for it: every 200 ms here rather than the default 2 s.
+    const env = envFor(h, { ASTRA_SELF_CHECK_MS: '200' });
     expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
     const record = readRecordFile(h)!;
     const tmp = `${recordPath(h)}.tamper.tmp`;
@@ -420,10 +422,12 @@ describe('astra daemon … as a user meets it (issue 19)', () => {
 
   it('a record with a token the daemon refuses for good: connect fails with unauthorized and the fix (no spawn_failed), status says it runs but refuses, restart mends it', async () => {
     const h = home();
-    // A daemon that does not put its record right soon (self-check every 10 min).
-    const env = envFor(h, { ASTRA_SELF_CHECK_MS: '600000' });
-    expect((await runCli(['daemon', 'start'], env)).code).toBe(0);
+    // A daemon that does not put its record right soon (self-check every 10 min); the commands below
+    // are told of a 100 ms self-check, so each waits 0.6 s for a repair that does not come, not 10.5 s.
+    expect((await runCli(['daemon', 'start'], envFor(h, { ASTRA_SELF_CHECK_MS: '600000' }))).code).toBe(0);
+    const env = envFor(h, { ASTRA_SELF_CHECK_MS: '100' });
     const record = readRecordFile(h)!;
+    expect(daemonEnv(record.pid).ASTRA_SELF_CHECK_MS).toBe('600000');
     const tmp = `${recordPath(h)}.tamper.tmp`;
     fs.writeFileSync(tmp, JSON.stringify({ ...record, token: 'D'.repeat(43) }), { mode: 0o600 });
     fs.renameSync(tmp, recordPath(h));

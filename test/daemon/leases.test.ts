@@ -113,8 +113,10 @@ describe('leases over the wire', () => {
   });
 
   it('a controller SIGKILLed mid-turn: observers see grace, a new process reclaims with the resume token and the turn kept running', async () => {
-    const { driver } = await setup({ ASTRA_LEASE_GRACE_MS: '20000' });
-    const { obs, sessionId, lease, turnId } = await controllerDiesMidTurn(driver, 'echo started; sleep 2; echo finished');
+    const { driver, env } = await setup({ ASTRA_LEASE_GRACE_MS: '20000' });
+    // The command runs until the test lets it finish, after the reclaim (not for a fixed time).
+    const go = path.join(env.ASTRA_HOME!, 'go');
+    const { obs, sessionId, lease, turnId } = await controllerDiesMidTurn(driver, `echo started; while [ ! -e '${go}' ]; do sleep 0.05; done; echo finished`);
     const grace = await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'grace');
     expect(grace.params.data.graceUntil).toBeGreaterThan(Date.now());
 
@@ -122,6 +124,8 @@ describe('leases over the wire', () => {
     const reclaimed = await heir.call('lease/acquire', { sessionId, resumeToken: lease.resumeToken });
     expect(reclaimed.epoch).toBeGreaterThan(lease.epoch);
     await obs.next((l) => l.note === 'session/event' && l.params.type === 'lease.changed' && l.params.data.reason === 'reclaimed');
+    expect(obs.events(sessionId).some((e) => e.type === 'turn.completed')).toBe(false);
+    fs.writeFileSync(go, '');
     const done = await obs.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed', 15_000);
     expect(done.params.data).toMatchObject({ turnId, status: 'completed', exitCode: 0 });
     expect(output(obs.events(sessionId))).toBe('started\nfinished\n');

@@ -3,7 +3,6 @@
 // through ASTRA_CHAT_BASE_URL: one card per call, its approval for the controlling tab only, the
 // output the model was sent, and the final answer streaming in; an observer tab sees the same card.
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -58,12 +57,15 @@ async function controllingTab(script?: string[]): Promise<{ ctx: BrowserContext;
   }
 }
 
-async function shoot(page: Page, home: string, name: string): Promise<void> {
-  const dir = path.join(home, 'screenshots');
-  fs.mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+/**
+ * A screenshot of the page, taken only when ASTRA_SCREENSHOT_DIR names a folder to put it in (a test's
+ * home is removed when it ends, so one taken there would never be seen).
+ */
+async function shoot(page: Page, _home: string, name: string): Promise<void> {
   // docs/web-tool-card.png is tool-card-done.png: ASTRA_SCREENSHOT_DIR=/tmp/shots npx vitest run test/web/tool-cards.browser.test.ts
-  if (process.env.ASTRA_SCREENSHOT_DIR) fs.copyFileSync(path.join(dir, `${name}.png`), path.join(process.env.ASTRA_SCREENSHOT_DIR, `${name}.png`));
+  const dir = process.env.ASTRA_SCREENSHOT_DIR;
+  if (!dir) return;
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
 }
 
 /** Records every state of the page's assistant text (its class and text) as the DOM changes. */

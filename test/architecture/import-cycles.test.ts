@@ -4,26 +4,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ROOT, sourceFiles } from './source-files.js';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const ROOMS = ['protocol', 'flow', 'ipc', 'discovery', 'durable', 'lease', 'tty', 'journal', 'pty', 'runtime', 'engines', 'daemon', 'client', 'cli', 'web'];
 
-function sourceFiles(dir: string): string[] {
-  if (!fs.existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...sourceFiles(p));
-    else if (/\.ts$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** Every edge file → file inside the same folder (not into sub- or parent folders). */
 function graph(): Map<string, string[]> {
   const g = new Map<string, string[]>();
   for (const room of ROOMS) {
-    for (const file of sourceFiles(path.join(ROOT, room))) {
+    for (const file of sourceFiles(path.join(ROOT, room), /\.ts$/)) {
       const src = fs.readFileSync(file, 'utf8');
       const re = /\b(?:import|export)\s[^'";]*?from\s+['"](\.\/[^'"/]+)['"]|\bimport\(\s*['"](\.\/[^'"/]+)['"]\s*\)/g;
       const to: string[] = [];

@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ROOT, sourceFiles } from './source-files.js';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 
 interface Drawn { order: string[]; arrows: Map<string, Set<string>> }
 
@@ -28,15 +28,6 @@ function readDrawnRule(): Drawn {
 
 interface Import { from: string; file: string; to: string; dynamic: boolean }
 
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...sourceFiles(p));
-    else if (/\.(ts|mts|mjs|cjs|js)$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
 
 function importsOf(rooms: string[]): Import[] {
   const found: Import[] = [];

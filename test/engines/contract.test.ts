@@ -5,21 +5,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ROOT, sourceFiles } from '../architecture/source-files.js';
 import type { SessionEvent } from '../../protocol/index.js';
 import { Runtime, type Engine, type EngineContext, type RecordedEvent } from '../../runtime/index.js';
 import { tempDir, waitFor } from '../runtime/helpers.js';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...sourceFiles(p));
-    else if (/\.(ts|mts|mjs|cjs|js)$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** The files where an engine may be named: the daemon's composition and its public exports. */
 const COMPOSITION = new Set(['daemon/daemon.ts', 'daemon/index.ts']);

@@ -8,6 +8,16 @@ import { SubscriptionFeed, type FeedSource, type SubscriptionSink } from '../../
 const ev = (seq: number) => StoredEvent.live('s1', seq, Buffer.alloc(8), 0, 8, 0, 'session.updated', { title: `t${seq}` }, undefined);
 const turn = () => new Promise((r) => setImmediate(r));
 
+/** Starts a feed whose reader never takes its first backlog, and lets the 200 ms pass: it is stalled. */
+async function stallFirstBacklog(feed: { start(): void; readonly state: string }): Promise<void> {
+  feed.start();
+  await turn();
+  await turn();
+  vi.advanceTimersByTime(200);
+  await turn();
+  expect(feed.state).toBe('stalled');
+}
+
 function setUp(waitForCapacity: SubscriptionSink['waitForCapacity']) {
   const published: StoredEvent[] = [ev(1)];
   let trims = 0;
@@ -90,12 +100,7 @@ describe('the catch-up stall of a feed', () => {
   it('in its first backlog stays replaying, as its handle says, and goes on replaying once the reader takes more', async () => {
     let give: () => void = () => {};
     const f = setUp(() => new Promise<void>((r) => (give = r)));
-    f.feed.start();
-    await turn();
-    await turn();
-    vi.advanceTimersByTime(200);
-    await turn();
-    expect(f.feed.state).toBe('stalled');
+    await stallFirstBacklog(f.feed);
     expect(f.feed.phase).toBe('replaying');
     give();
     for (let i = 0; i < 50 && f.feed.phase !== 'live'; i++) await turn();
@@ -128,12 +133,7 @@ describe('the catch-up stall of a feed', () => {
   it('a close while stalled stays closed when the wait ends', async () => {
     let give: () => void = () => {};
     const f = setUp(() => new Promise<void>((r) => (give = r)));
-    f.feed.start();
-    await turn();
-    await turn();
-    vi.advanceTimersByTime(200);
-    await turn();
-    expect(f.feed.state).toBe('stalled');
+    await stallFirstBacklog(f.feed);
     f.feed.close();
     give();
     await turn();

@@ -35,7 +35,7 @@ export class Turns {
     if (terminal) host.setTerminalSize(terminal.cols, terminal.rows);
     if (text.length > max)
       return Promise.reject(
-        new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { max_chars: max, actual_chars: text.length }),
+        new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { input_error_code: 'input_too_large', max_chars: max, actual_chars: text.length }),
       );
     const fp = fingerprint({ m: 'turn/start', text });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${idempotencyKey} was used with a different input.`, { idempotencyKey });

@@ -127,4 +127,6 @@ export interface ApprovalRequest {
   revision: number;
   /** ms since the epoch after which it resolves as denied (approval_expired); absent: it waits as long as it takes. */
   expiresAt?: number;
+  /** sha-256 of the real {command, cwd, reason} (runtime/secrets.ts); command and reason are masked. */
+  paramsDigest?: string;
 }

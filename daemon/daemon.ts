@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import { AstraError, LIMITS, PROTOCOL_VERSION, type DaemonStatus } from '../protocol/index.js';
+import { AstraError, LIMITS, PROTOCOL_VERSION, type DaemonStatus, type TraceContext } from '../protocol/index.js';
 import { Connection, endpointFor, packEventBody, SOCKET_HIGH_MARK } from '../ipc/index.js';
 import {
   ASTRA_VERSION,
@@ -252,7 +252,7 @@ export class Daemon {
     this.peers.set(peer.id, peer);
     this.watchdog.activity();
     const handshakeTimer = armHandshakeDeadline(peer, this.log);
-    conn.onRequest((method, params) => this.onRequest(peer, method, params));
+    conn.onRequest((method, params, req) => this.onRequest(peer, method, params, req.trace));
     conn.onNotification((method) => {
       peer.lastSeenAt = this.now();
       if (method === 'initialized' && peer.authenticated) peer.initialized = true;
@@ -268,7 +268,7 @@ export class Daemon {
     });
   }
 
-  private async onRequest(peer: Peer, method: string, params: unknown): Promise<unknown> {
+  private async onRequest(peer: Peer, method: string, params: unknown, trace?: TraceContext): Promise<unknown> {
     peer.lastSeenAt = this.now();
     if (method !== 'ping') this.watchdog.activity();
     if (!peer.authenticated) return handshake(this.handshakeContext, peer, method, params);
@@ -279,11 +279,14 @@ export class Daemon {
       throw new AstraError('overloaded', `at most ${this.cfg.maxInFlightPerConnection} requests may be in flight per connection; retry with backoff`);
     }
     peer.inFlight++;
+    // A request's trace context is on its log lines (and handed to the engine by turn/start).
+    const traced = trace?.traceparent !== undefined ? { traceparent: trace.traceparent, ...(trace.tracestate !== undefined ? { tracestate: trace.tracestate } : {}) } : undefined;
+    if (traced) this.log.debug({ method, connectionId: peer.id, ...traced }, 'request');
     try {
-      return await this.route(method, params, peer);
+      return await this.route(method, params, peer, traced);
     } catch (e) {
       if (e instanceof AstraError) throw e;
-      this.log.error({ err: e, method, connectionId: peer.id }, 'request failed');
+      this.log.error({ err: e, method, connectionId: peer.id, ...traced }, 'request failed');
       throw new AstraError('internal_error', `${method} failed inside the daemon; see the daemon log (astra daemon logs)`);
     } finally {
       peer.inFlight--;

@@ -66,7 +66,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return {};
     },
     // The idle timer checks for running turns when it fires, so starting one needs no cancel here.
-    'turn/start': (p) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal),
+    'turn/start': (p, _peer, trace) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal, trace),
     'turn/cancel': (p) => rt.cancelTurn(p.sessionId, p.turnId),
     'command/input': (p) => rt.commandInput(p.sessionId, p.turnId, p.data),
     'command/resize': (p) => rt.commandResize(p.sessionId, p.turnId, p.cols, p.rows),

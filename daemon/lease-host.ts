@@ -208,6 +208,7 @@ export class LeaseHost {
     if (a.reason !== undefined) params.reason = a.reason;
     params.revision = a.revision;
     if (a.expiresAt !== undefined) params.expiresAt = a.expiresAt;
+    if (a.paramsDigest !== undefined) params.paramsDigest = a.paramsDigest;
     peer.conn
       .request('approval/request', params, { timeoutMs: 0 })
       .then(async (result) => {

@@ -9,10 +9,11 @@ import {
   type MethodName,
   type ParamsOf,
   type ResultOf,
+  type TraceContext,
 } from '../protocol/index.js';
 import type { Peer } from './peer.js';
 
-export type Handler<M extends MethodName> = (params: ParamsOf<M>, peer: Peer) => Promise<ResultOf<M>> | ResultOf<M>;
+export type Handler<M extends MethodName> = (params: ParamsOf<M>, peer: Peer, trace?: TraceContext) => Promise<ResultOf<M>> | ResultOf<M>;
 export type Handlers = { [M in Exclude<MethodName, 'initialize'>]: Handler<M> };
 
 export interface RouterHooks {
@@ -23,7 +24,7 @@ export interface RouterHooks {
 }
 
 export function createRouter(handlers: Handlers, hooks: RouterHooks) {
-  return async function route(method: string, params: unknown, peer: Peer): Promise<unknown> {
+  return async function route(method: string, params: unknown, peer: Peer, trace?: TraceContext): Promise<unknown> {
     if (!isMethodName(method) || method === 'initialize') {
       if (method === 'initialize') throw new AstraError('already_initialized', 'this connection is already initialized');
       throw new AstraError('method_not_found', `unknown method "${method}"; this daemon serves: ${Object.keys(handlers).join(', ')}`);
@@ -35,8 +36,8 @@ export function createRouter(handlers: Handlers, hooks: RouterHooks) {
     // METADATA (epoch 'optional'): open to anyone; an epoch given is checked like a controller write's.
     const fenced = policy.epoch === 'optional' && p.epoch !== undefined && p.epoch !== null;
     if (policy.controller || fenced) await hooks.checkController(p.sessionId as string, peer, p.epoch as number);
-    const handler = handlers[method] as (params: unknown, peer: Peer) => unknown;
-    return handler(p, peer);
+    const handler = handlers[method] as (params: unknown, peer: Peer, trace?: TraceContext) => unknown;
+    return handler(p, peer, trace);
   };
 }
 

@@ -9,7 +9,7 @@ export const ERRORS = {
   forbidden_key: { code: -32600, summary: 'A key such as __proto__, constructor or prototype appeared in the message.' },
   method_not_found: { code: -32601, summary: 'No such method.' },
   invalid_params: { code: -32602, summary: 'The params do not match the method\'s schema.' },
-  input_too_large: { code: -32602, summary: 'Turn input exceeds maxInputChars; data has max_chars and actual_chars.' },
+  input_too_large: { code: -32602, summary: 'Turn input exceeds maxInputChars; data has input_error_code (`input_too_large`), max_chars and actual_chars.' },
   internal_error: { code: -32603, summary: 'The daemon failed unexpectedly; the log has details.' },
   unauthorized: { code: -33001, summary: 'The token is wrong. Read it again from the discovery record.' },
   incompatible_protocol: { code: -33002, summary: 'The daemon does not speak this protocol version; run `astra daemon restart`.' },

@@ -333,6 +333,7 @@ export const SERVER_REQUESTS = {
       reason: opt(str()),
       revision: opt(int({ min: 1 })),
       expiresAt: opt(timestamp()),
+      paramsDigest: opt(str()), // as in approval.requested: command and reason are masked (docs/secrets.md)
     }),
     /** `revision`: the one answered (an old one is refused with approval_expired); absent means the current one. */
     result: obj({ decision: oneOf(DECISIONS), revision: opt(int({ min: 1 })) }),

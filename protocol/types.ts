@@ -77,7 +77,8 @@ export const EVENT_DATA = {
    * since its turn.started or previous message.completed, all of which the subscription delivered.
    */
   'message.completed': obj({ turnId: turnId(), text: str(), finishReason: opt(str()), textFromDeltas: opt(bool()) }),
-  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str() }),
+  /** `arguments` with secrets masked; `argsDigest`: sha-256 (hex) of the real arguments' canonical JSON (docs/secrets.md). */
+  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str(), argsDigest: opt(str()) }),
   'tool.result': obj({ turnId: turnId(), callId: str({ minLength: 1 }), status: oneOf(TOOL_RESULT_STATUSES), exitCode: opt(nullable(int())), output: str() }),
   usage: obj({ turnId: turnId(), promptTokens: int({ min: 0 }), completionTokens: int({ min: 0 }) }),
   'command.started': obj({
@@ -93,10 +94,13 @@ export const EVENT_DATA = {
      */
     cols: opt(int({ min: 1, max: 1000 })),
     rows: opt(int({ min: 1, max: 1000 })),
+    /** `command` has secrets masked; this is sha-256 (hex) of the canonical JSON of the real {command, cwd} (docs/secrets.md). */
+    argsDigest: opt(str()),
   }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
-  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()) }),
+  /** `command` and `reason` with secrets masked; `paramsDigest`: sha-256 (hex) of the canonical JSON of the real {command, cwd, reason} (docs/secrets.md). */
+  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()), paramsDigest: opt(str()) }),
   'approval.resolved': obj({
     turnId: turnId(),
     approvalId: str(),

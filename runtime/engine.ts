@@ -2,7 +2,7 @@
 // whoever composes the runtime (RuntimeOptions.engines; the daemon in daemon/daemon.ts) and declares
 // here all the runtime needs to know of it: its options, its events, what it keeps of a session's
 // history and what a turn it leaves interrupted leaves behind. The runtime names no engine.
-import type { ApprovalPolicy, EventData, EventType } from '../protocol/index.js';
+import type { ApprovalPolicy, EventData, EventType, TraceContext } from '../protocol/index.js';
 
 /**
  * The event types only the runtime appends: the session's own, a turn's start and end, the user's
@@ -38,6 +38,12 @@ export interface EngineContext {
   engineOptions?: object;
   /** Aborted when the turn is cancelled; an engine should stop promptly and return 'cancelled'. */
   signal: AbortSignal;
+  /**
+   * The W3C trace context (`traceparent`, `tracestate`) of the turn/start request that began the
+   * turn, as the client sent it (unchecked); absent when it sent none. The chat engine passes a
+   * well-formed one on to the model server.
+   */
+  trace?: TraceContext;
   /**
    * Appends an event to the session (journal first, then subscribers), in call order. A
    * command.output `data` buffer may be kept by reference (not copied): do not change it afterwards.
@@ -127,4 +133,6 @@ export interface ApprovalRequest {
   revision: number;
   /** ms since the epoch after which it resolves as denied (approval_expired); absent: it waits as long as it takes. */
   expiresAt?: number;
+  /** sha-256 of the real {command, cwd, reason} (runtime/secrets.ts); command and reason are masked. */
+  paramsDigest?: string;
 }

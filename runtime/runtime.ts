@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { EventData, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy } from '../protocol/index.js';
+import type { EventData, OnControllerLost, Session, SessionEvent, TurnStatus, ApprovalPolicy, TraceContext } from '../protocol/index.js';
 import { AstraError, LIMITS } from '../protocol/index.js';
 import { Approvals } from './approvals.js';
 import type { ApprovalRequest, Engine } from './engine.js';
@@ -277,8 +277,9 @@ export class Runtime {
 
   // ---- turns ----
 
-  async startTurn(id: string, input: { text: string }, idempotencyKey: string, terminal?: { cols: number; rows: number }): Promise<{ turnId: string }> {
-    return this.turns.start(await this.load(id), input.text, idempotencyKey, terminal);
+  /** `trace`: the request's W3C trace context, on the turn's log lines and in EngineContext.trace. */
+  async startTurn(id: string, input: { text: string }, idempotencyKey: string, terminal?: { cols: number; rows: number }, trace?: TraceContext): Promise<{ turnId: string }> {
+    return this.turns.start(await this.load(id), input.text, idempotencyKey, terminal, trace);
   }
 
   async cancelTurn(id: string, turnId?: string): Promise<{ turnId: string; status: TurnStatus }> {

@@ -22,6 +22,7 @@ import { JOURNAL_FILE, blankMeta, sessionFromMeta, writeMeta, type SessionMeta }
 import { RunningScreen, type ScreenCapture } from './running-screen.js';
 import { SessionState } from './session-state.js';
 import { StreamedText } from './streamed-text.js';
+import { maskEvent } from './secrets.js';
 import { SubscriptionFeed, type FeedNotice, type FeedSource, type SubscribeOptions, type SubscriptionHandle, type SubscriptionSink } from './feed/subscription-feed.js';
 
 export interface HostOptions {
@@ -183,8 +184,10 @@ export class SessionHost implements FeedSource {
   }
 
   /** append, without building the event object for streamed output (nobody in the daemon needs it). */
-  appendStored<T extends EventType>(type: T, data: EventData<T>): StoredEvent {
+  appendStored<T extends EventType>(type: T, raw: EventData<T>): StoredEvent {
     if (this.closed) throw new AstraError('shutting_down', 'the runtime is closed');
+    // Secrets masked before the journal, the state or any subscriber sees the event (secrets.ts).
+    const data = maskEvent(type, raw);
     const stored = this.log.append(type, data);
     this.state.applyEvent(type, data, stored.seq, this.log.lastTs);
     // What the host's other owners take from the event: the running command's screen, and whether

@@ -1,7 +1,7 @@
 // Turns: start (keyed, durable before it is acknowledged), run (the engine and its context, output
 // chunking, backpressure), cancel, and the end of a turn the disk cannot take any more. The running
 // turn itself is session state: turn.started and turn.completed set and clear it (session-state.ts).
-import type { EventData, FinalTurnStatus, TurnStatus } from '../protocol/index.js';
+import type { EventData, FinalTurnStatus, TraceContext, TurnStatus } from '../protocol/index.js';
 import { AstraError, LIMITS } from '../protocol/index.js';
 import type { Approvals } from './approvals.js';
 import type { Engine, EngineContext, EngineResult } from './engine.js';
@@ -29,13 +29,13 @@ export interface TurnDeps {
 export class Turns {
   constructor(private readonly d: TurnDeps) {}
 
-  start(host: SessionHost, text: string, idempotencyKey: string, terminal?: { cols: number; rows: number }): Promise<{ turnId: string }> {
+  start(host: SessionHost, text: string, idempotencyKey: string, terminal?: { cols: number; rows: number }, trace?: TraceContext): Promise<{ turnId: string }> {
     const max = this.d.maxInputChars;
     // The size is the controller's for every later command, whatever becomes of this turn.
     if (terminal) host.setTerminalSize(terminal.cols, terminal.rows);
     if (text.length > max)
       return Promise.reject(
-        new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { max_chars: max, actual_chars: text.length }),
+        new AstraError('input_too_large', `The input has ${text.length} characters; the limit is ${max}. Shorten it.`, { input_error_code: 'input_too_large', max_chars: max, actual_chars: text.length }),
       );
     const fp = fingerprint({ m: 'turn/start', text });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${idempotencyKey} was used with a different input.`, { idempotencyKey });
@@ -58,7 +58,7 @@ export class Turns {
         this.endUnrun(host, running, (e as Error).message);
         throw e;
       }
-      void this.run(host, running, text);
+      void this.run(host, running, text, trace);
       return result;
     });
   }
@@ -73,8 +73,10 @@ export class Turns {
     }
   }
 
-  private async run(host: SessionHost, turn: RunningTurn, text: string): Promise<void> {
+  private async run(host: SessionHost, turn: RunningTurn, text: string, trace: TraceContext | undefined): Promise<void> {
     const turnId = turn.turnId;
+    // The turn's log lines carry the trace context of the turn/start that began it.
+    const traced = trace ? { ...trace } : {};
     const engineName = host.meta.engine;
     const engine = this.d.engineOf(engineName);
     const allowed = engineEventTypes(engine);
@@ -87,6 +89,7 @@ export class Turns {
       approvalPolicy: host.meta.approvalPolicy,
       engineOptions: host.meta.engineOptions ?? {},
       signal,
+      ...(trace ? { trace: { ...trace } } : {}),
       emit: (type, data) => {
         checkEngineEvent(engineName, allowed, type);
         if (turn.ended || this.d.isClosed()) return true;
@@ -99,7 +102,7 @@ export class Turns {
             for (let off = 0; off < d.data.length; off += max) host.appendStored('command.output', { ...d, data: d.data.subarray(off, Math.min(off + max, d.data.length)) });
           } else host.appendStored(type, data);
         } catch (e) {
-          this.d.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message }, 'engine event could not be appended');
+          this.d.logger.error({ sessionId: host.id, turnId, type, err: (e as Error).message, ...traced }, 'engine event could not be appended');
         }
         // Held when the journal's backlog is full, or the running command's screen is.
         return host.backlogBytes < BACKLOG_HIGH_MARK && !host.screen.full;
@@ -129,13 +132,13 @@ export class Turns {
       if (turn.failure !== undefined) host.append('error', { reason: 'disk_full', message: turn.failure, turnId });
       host.append('turn.completed', data);
     } catch (e) {
-      this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be appended');
+      this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message, ...traced }, 'turn.completed could not be appended');
       host.foldUnrecorded('turn.completed', data);
     }
     try {
       await host.sync();
     } catch (e) {
-      this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message }, 'turn.completed could not be made durable');
+      this.d.logger.error({ sessionId: host.id, turnId, err: (e as Error).message, ...traced }, 'turn.completed could not be made durable');
     }
     this.d.ended(host.id, turnId, result.status);
   }

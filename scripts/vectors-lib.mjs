@@ -260,7 +260,7 @@ export function buildVectors(p, ipc) {
     error: {
       code: p.ERRORS.input_too_large.code,
       message: 'the input has 70000 characters; the limit is 65536',
-      data: { reason: 'input_too_large', max_chars: 65536, actual_chars: 70000 },
+      data: { reason: 'input_too_large', input_error_code: 'input_too_large', max_chars: 65536, actual_chars: 70000 },
     },
   });
   add('error-frame-too-large-nil-id', 'An error with id nil: the oversize frame was never read.', D2C, 'error', {

@@ -158,6 +158,7 @@ async function streamAnswer(ctx: ChatEngineContext, emit: ChatEmit, cfg: ChatEng
       maxAttempts: cfg.maxAttempts,
       maxAnswerChars: cfg.maxAnswerChars,
       ...(cfg.proxy ? { proxy: cfg.proxy } : {}),
+      ...(ctx.trace ? { trace: ctx.trace } : {}),
     });
     for await (const part of stream) {
       if (part.type === 'text') {

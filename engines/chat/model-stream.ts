@@ -28,6 +28,21 @@ export interface ModelRequest {
   maxAnswerChars?: number;
   /** The proxy settings of the daemon's environment (model-proxy.ts); none: straight to the server. */
   proxy?: ProxySettings;
+  /** The turn's W3C trace context: sent as the `traceparent` (and `tracestate`) headers when well-formed (traceHeaders). */
+  trace?: { traceparent?: string; tracestate?: string };
+}
+
+/** W3C Trace Context: version-traceid-parentid-flags in lowercase hex; version ff and all-zero ids are invalid. */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+/** tracestate: printable ASCII, at most 512 characters (W3C's limit). */
+const TRACESTATE = /^[\x20-\x7e]{1,512}$/;
+
+/** The trace headers for a model request: a malformed traceparent sends neither (and a tracestate goes only with one). */
+export function traceHeaders(trace: ModelRequest['trace']): Record<string, string> {
+  const parent = trace?.traceparent?.trim();
+  if (parent === undefined || !TRACEPARENT.test(parent)) return {};
+  const state = trace?.tracestate?.trim();
+  return state !== undefined && TRACESTATE.test(state) ? { traceparent: parent, tracestate: state } : { traceparent: parent };
 }
 
 export const DEFAULT_MAX_ANSWER_CHARS = 1024 * 1024;
@@ -115,7 +130,7 @@ async function* attemptOnce(req: ModelRequest): AsyncGenerator<ModelStreamPart, 
     return connectionError(e, req.baseUrl, scrub);
   };
 
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...traceHeaders(req.trace) };
   if (req.apiKey) {
     // A header cannot carry a line break or a control character (and must not: it would end the header).
     if (!/^[\x20-\x7e\x80-\xff\t]+$/.test(req.apiKey)) {

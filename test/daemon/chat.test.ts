@@ -67,7 +67,7 @@ describe('the chat engine through the daemon', () => {
       'approval.resolved', 'command.started', 'command.completed', 'tool.result', 'message.completed', 'usage', 'turn.completed',
     ]);
     const events = obs.events(sessionId);
-    expect(ofType(events, 'tool.call')[0]!.data).toEqual({ turnId, callId: 'call_abc123', name: 'shell', arguments: '{"command": "ls -1", "cwd": "."}' });
+    expect(ofType(events, 'tool.call')[0]!.data).toEqual({ turnId, callId: 'call_abc123', name: 'shell', arguments: '{"command": "ls -1", "cwd": "."}', argsDigest: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(ofType(events, 'tool.result')[0]!.data).toMatchObject({ turnId, callId: 'call_abc123', status: 'succeeded', exitCode: 0 });
     expect(ofType(events, 'message.completed').map((e) => e.data.finishReason)).toEqual(['tool_calls', 'stop']);
     expect(ofType(events, 'message.delta').map((e) => e.data.text).join('')).toBe('The directory has two files.');

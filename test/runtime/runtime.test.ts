@@ -98,14 +98,14 @@ describe('runtime', () => {
     await rt.close();
   });
 
-  it('refuses input longer than maxInputChars with input_too_large carrying both sizes', async () => {
+  it('refuses input longer than maxInputChars with input_too_large carrying input_error_code and both sizes', async () => {
     const d = setupDir();
     const { rt } = await open(d, { maxInputChars: 10 });
     const s = await rt.createSession({});
     const err = await rt.startTurn(s.id, { text: '12345678901' }, 'k').catch((e: unknown) => e);
     expect(isAstraError(err, 'input_too_large')).toBe(true);
     expect((err as { code: number }).code).toBe(-32602);
-    expect((err as { data: object }).data).toEqual({ max_chars: 10, actual_chars: 11 });
+    expect((err as { data: object }).data).toEqual({ input_error_code: 'input_too_large', max_chars: 10, actual_chars: 11 });
     expect((await rt.getSession(s.id)).headSeq).toBe(1);
     await rt.close();
   });

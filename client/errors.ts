@@ -1,4 +1,4 @@
-// The client's own error: a mutation whose answer was lost with the connection.
+// The client's own errors: a mutation whose answer was lost with the connection; a subscription the daemon ended.
 import { AstraError } from '../protocol/index.js';
 
 /**
@@ -32,5 +32,22 @@ export class OutcomeUnknownError extends AstraError {
     this.method = method;
     this.sessionId = opts.sessionId;
     this.idempotencyKey = opts.idempotencyKey;
+  }
+}
+
+/**
+ * The daemon ended a subscription with `session/closed`: the session was deleted (`closeReason:
+ * 'deleted'`), archived (`'archived'`), or another reason a newer daemon names. The subscription's
+ * `for await` loop throws it after the events that came before, and `onEnd` gets it.
+ */
+export class SubscriptionClosedError extends AstraError {
+  readonly sessionId: string;
+  readonly closeReason: string;
+
+  constructor(sessionId: string, closeReason: string) {
+    super('subscription_closed', `the daemon ended the subscription to session ${sessionId}: ${closeReason}`, { sessionId, closeReason });
+    this.name = 'SubscriptionClosedError';
+    this.sessionId = sessionId;
+    this.closeReason = closeReason;
   }
 }

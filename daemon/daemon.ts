@@ -330,6 +330,7 @@ export class Daemon {
         this.log.error({ err: e }, 'flushing the journals failed');
       }
     }
+    this.hub?.close(undefined, 'daemon_shutdown');
     await Promise.all([...this.peers.values()].map((p) => this.closePeer(p)));
     // A replaced daemon leaves the record and socket to the instance that replaced it.
     if (why !== 'replaced') {

@@ -50,7 +50,11 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return {};
     },
     'session/rename': async (p) => ({ session: shown(await rt.renameSession(p.sessionId, p.title)) }),
-    'session/archive': async (p) => ({ session: shown(await rt.archiveSession(p.sessionId)) }),
+    'session/archive': async (p) => {
+      const session = shown(await rt.archiveSession(p.sessionId));
+      d.hub.close(p.sessionId, 'archived');
+      return { session };
+    },
     'session/unarchive': async (p) => ({ session: shown(await rt.unarchiveSession(p.sessionId)) }),
     'approval/answer': async (p, peer) => {
       await rt.resolveApproval(p.sessionId, p.approvalId, p.decision, { clientName: peer.clientName, connectionId: peer.id }, p.revision ?? undefined);
@@ -58,6 +62,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
     },
     'session/delete': async (p) => {
       await rt.deleteSession(p.sessionId);
+      d.hub.close(p.sessionId, 'deleted');
       return { sessionId: p.sessionId };
     },
     'lease/acquire': (p, peer) => d.leaseHost.acquire(peer, p.sessionId, p),

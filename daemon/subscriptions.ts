@@ -237,6 +237,16 @@ export class SubscriptionHub {
     subs!.delete(sessionId);
   }
 
+  /** Ends a session's subscriptions (every session's without `sessionId`), each with a last `session/closed`. */
+  close(sessionId: string | undefined, reason: string): void {
+    for (const subs of this.byPeer.values())
+      for (const sub of [...subs.values()]) {
+        if (sessionId !== undefined && sub.sessionId !== sessionId) continue;
+        this.unsubscribe(sub.peer, sub.sessionId);
+        sub.peer.notify('session/closed', { sessionId: sub.sessionId, reason });
+      }
+  }
+
   /** Drops every subscription of a connection that went away. */
   dropPeer(peer: Peer): void {
     this.requests.delete(peer.id);

@@ -372,6 +372,10 @@ export const SERVER_NOTIFICATIONS = {
     alternate: bool(),
   }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
+  /** A subscription's last frame when the daemon ends it: `reason` 'deleted', 'archived', 'daemon_shutdown' (open: an unknown one ends it too). */
+  'session/closed': obj({ sessionId: sessionId(), reason: str() }),
+  /** To the client asked by `approval/request`, when the approval was settled another way (`reason`: 'answered', 'expired', 'cancelled'). */
+  'approval/resolved': obj({ sessionId: sessionId(), approvalId: str(), decision: oneOf(DECISIONS), reason: str() }),
   /**
    * What no event can carry, to the session's subscribers. `reason`: 'disk_full' (its events cannot
    * be written, so none are published until there is space; `path` names the file), 'disk_ok' (they

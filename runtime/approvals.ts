@@ -14,6 +14,15 @@ import type { SessionHost } from './session-host.js';
 
 type Decision = 'approve' | 'deny';
 
+/** How a pending approval was settled: answered (by connectionId, when a client), expired, or cancelled with its turn. */
+export interface ApprovalSettled {
+  sessionId: string;
+  approvalId: string;
+  decision: Decision;
+  how: 'answered' | 'expired' | 'cancelled';
+  connectionId?: string;
+}
+
 /** Ids of approvals that expired, remembered so a late answer hears approval_expired, not not_found (bounded). */
 const EXPIRED_REMEMBERED = 1000;
 
@@ -25,6 +34,7 @@ export class Approvals {
   constructor(
     private readonly requested: (a: ApprovalRequest) => void,
     private readonly now: () => number = Date.now,
+    private readonly settled: (s: ApprovalSettled) => void = () => undefined,
   ) {}
 
   /** An engine's request: journaled and published first, so observers see it before the host asks anyone. */
@@ -51,21 +61,21 @@ export class Approvals {
 
   /** Withdraws a pending approval (denied with `reason`); the engine's wait rejects with an AbortError. */
   withdraw(host: SessionHost, approvalId: string, reason: string): void {
-    if (!this.deny(host, approvalId, reason)) return;
+    if (!this.deny(host, approvalId, reason, 'cancelled')) return;
     this.take(approvalId)?.reject(new DOMException(`Approval withdrawn: ${reason}.`, 'AbortError'));
   }
 
   /** Nobody answered in time: denied, and the engine hears approval_expired (the chat engine tells the model). */
   private expire(host: SessionHost, approvalId: string, timeoutMs: number): void {
     const why = `nobody answered within ${Math.round(timeoutMs / 1000)} s (the session's approvalTimeoutMs)`;
-    if (!this.deny(host, approvalId, `expired: ${why}`)) return;
+    if (!this.deny(host, approvalId, `expired: ${why}`, 'expired')) return;
     this.expired.add(approvalId);
     if (this.expired.size > EXPIRED_REMEMBERED) this.expired.delete(this.expired.values().next().value!);
     this.take(approvalId)?.reject(new AstraError('approval_expired', `The approval expired: ${why}.`, { sessionId: host.id, approvalId }));
   }
 
   /** Appends the deny of a pending approval; false when it is not pending. */
-  private deny(host: SessionHost, approvalId: string, reason: string): boolean {
+  private deny(host: SessionHost, approvalId: string, reason: string, how: 'expired' | 'cancelled'): boolean {
     const a = host.state.approvals.get(approvalId);
     if (!a) return false;
     try {
@@ -73,6 +83,7 @@ export class Approvals {
     } catch {
       // Closed runtime: the next open resolves it as interrupted.
     }
+    this.settled({ sessionId: host.id, approvalId, decision: 'deny', how });
     return true;
   }
 
@@ -113,6 +124,7 @@ export class Approvals {
       data.by = b;
     }
     host.append('approval.resolved', data);
+    this.settled({ sessionId: host.id, approvalId, decision, how: 'answered', ...(by?.connectionId !== undefined ? { connectionId: by.connectionId } : {}) });
     const w = this.take(approvalId);
     try {
       await host.sync();

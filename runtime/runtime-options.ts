@@ -3,6 +3,7 @@ import type { ApprovalPolicy, FinalTurnStatus, OnControllerLost, SessionEvent } 
 import type { ApprovalRequest, Engine } from './engine.js';
 import type { EncodedBody, EventBody } from './event-body.js';
 import type { RuntimeLogger } from './logger.js';
+import type { ApprovalSettled } from './approvals.js';
 
 export interface RuntimeOptions {
   /** Sessions live in <dataDir>/sessions/<id>/. */
@@ -67,6 +68,8 @@ export interface CreateSessionParams {
 
 export interface RuntimeEvents {
   approvalRequested: (a: ApprovalRequest) => void;
+  /** A pending approval was answered, expired or withdrawn with its turn. */
+  approvalSettled: (a: ApprovalSettled) => void;
   turnEnded: (sessionId: string, turnId: string, status: FinalTurnStatus) => void;
   /** Every event as it is published (after its journal write), for embedders; the daemon does not listen. */
   event: (e: SessionEvent) => void;

@@ -39,8 +39,8 @@ export class Runtime {
   private readonly defaultEngine: string | undefined;
   private readonly logger: RuntimeLogger;
   private readonly now: () => number;
-  private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
-  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now());
+  private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], approvalSettled: [], turnEnded: [], event: [] };
+  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now(), (a) => this.emit('approvalSettled', a));
   private readonly turns: Turns;
   private closed = false;
 

@@ -108,6 +108,7 @@ export class Daemon {
       // Journal bodies in the wire's encoding: they go out to subscribers as they are.
       packEventBody,
       catchUpCacheBytes: this.cfg.catchUpCacheBytes,
+      approvalTimeoutMs: this.cfg.approvalTimeoutMs,
       journalDirectIO: this.cfg.journalDirectIO,
     });
     this.hub = new SubscriptionHub(this.runtime, {

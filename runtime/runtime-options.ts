@@ -18,6 +18,8 @@ export interface RuntimeOptions {
   defaultEngine?: string;
   /** Default LIMITS.maxInputChars. */
   maxInputChars?: number;
+  /** Approvals of a session created without approvalTimeoutMs expire after this long; 0 or absent = never (the daemon passes its default, 1 h). */
+  approvalTimeoutMs?: number;
   /** Bounded delay before streamed output is fsynced (writes happen once per tick regardless). Default 5 ms. */
   groupCommitMs?: number;
   /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
@@ -61,7 +63,7 @@ export interface CreateSessionParams {
   onControllerLost?: OnControllerLost;
   /** Checked by the engine's parseOptions; refused for an engine that has none. */
   engineOptions?: Record<string, unknown>;
-  /** Approvals of the session expire (deny, approval_expired) after this long; default never. */
+  /** Approvals of the session expire (deny, approval_expired) after this long; absent: the runtime's approvalTimeoutMs. */
   approvalTimeoutMs?: number;
   idempotencyKey?: string;
 }

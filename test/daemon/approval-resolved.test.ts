@@ -1,6 +1,8 @@
 // approval/resolved (issue 29): the connection an approval/request was sent to hears when the approval
 // was settled another way — answered by a later controller, expired, or withdrawn with its cancelled
-// turn — and the one that answered it hears nothing more. A real daemon, raw socket clients.
+// turn — and the one that answered it hears nothing more; and the default expiry of approvals (a
+// daemon setting, 1 h; 0 = never), which a session's own approvalTimeoutMs overrides. A real daemon,
+// raw socket clients.
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Connection } from '../../ipc/index.js';
@@ -79,6 +81,48 @@ describe('approval/resolved', () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  it('expire by default after the daemon\'s approvalTimeoutMs (1 h; ASTRA_APPROVAL_TIMEOUT_MS, 0 = never); a session\'s own overrides it', async () => {
+    const ask = async (env: Record<string, string>, create: Record<string, unknown>) => {
+      const h = home();
+      expect((await runCli(['daemon', 'start'], envFor(h, env))).code).toBe(0);
+      const notes: Note[] = [];
+      const conn = await client(readRecordFile(h)!, 'asker', notes, []);
+      const { session } = (await conn.request('session/create', { cwd: h, approvalPolicy: 'ask', ...create })) as { session: { id: string } };
+      const sessionId = session.id;
+      const { epoch } = (await conn.request('lease/acquire', { sessionId })) as { epoch: number };
+      await conn.request('session/subscribe', { sessionId, sinceSeq: 0 });
+      await conn.request('turn/start', { sessionId, epoch, input: { text: 'echo x' }, idempotencyKey: 'k' });
+      const asked = await waitFor('approval.requested', () => notes.find((n) => n.params?.type === 'approval.requested')?.params);
+      return { conn, notes, asked, sessionId };
+    };
+    const daemonDefault = await ask({}, {});
+    try {
+      expect(daemonDefault.asked.data.expiresAt - daemonDefault.asked.ts).toBeGreaterThanOrEqual(3_600_000 - 1000);
+      expect(daemonDefault.asked.data.expiresAt - daemonDefault.asked.ts).toBeLessThanOrEqual(3_600_000 + 1000);
+    } finally {
+      daemonDefault.conn.close();
+    }
+    const short = await ask({ ASTRA_APPROVAL_TIMEOUT_MS: '1000' }, {});
+    try {
+      const resolved = await waitFor('approval.resolved', () => short.notes.find((n) => n.params?.type === 'approval.resolved')?.params);
+      expect(resolved.data.reason).toBe("expired: nobody answered within 1 s (the daemon's default approvalTimeoutMs)");
+    } finally {
+      short.conn.close();
+    }
+    const own = await ask({ ASTRA_APPROVAL_TIMEOUT_MS: '1000' }, { approvalTimeoutMs: 3_000_000 });
+    try {
+      expect(own.asked.data.expiresAt - own.asked.ts).toBeGreaterThan(3_000_000 - 1000);
+    } finally {
+      own.conn.close();
+    }
+    const never = await ask({ ASTRA_APPROVAL_TIMEOUT_MS: '0' }, {});
+    try {
+      expect(never.asked.data.expiresAt).toBeUndefined();
+    } finally {
+      never.conn.close();
     }
   });
 });

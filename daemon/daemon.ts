@@ -23,6 +23,7 @@ import { chatEngineConfig, createChatEngine, createShellEngine, createSyntheticE
 import { Runtime, type Engine } from '../runtime/index.js';
 import { resolveConfig, type DaemonConfig, type DaemonOptions } from './config.js';
 import { createHandlers } from './handlers.js';
+import { TurnOwners } from './turn-owners.js';
 import { armHandshakeDeadline, handshake, type HandshakeContext } from './handshake.js';
 import { LeaseHost } from './lease-host.js';
 import { droppedLogLines, silentLogger, type Logger } from './logger.js';
@@ -57,6 +58,7 @@ export class Daemon {
   private runtime!: Runtime;
   private leaseHost!: LeaseHost;
   private hub!: SubscriptionHub;
+  private turnOwners: TurnOwners | undefined;
   private route!: ReturnType<typeof createRouter>;
   private handshakeContext!: HandshakeContext;
   private watchdog!: Watchdog;
@@ -139,8 +141,10 @@ export class Daemon {
       exit: (why, message) => void this.stop(why, message),
     });
     this.runtime.on('turnEnded', this.onTurnEnded);
+    this.turnOwners = new TurnOwners({ runtime: this.runtime, leases: this.leaseHost.leases, graceMs: this.cfg.graceMs, log: this.log });
     const handlers = createHandlers({
       runtime: this.runtime,
+      turnOwners: this.turnOwners,
       leaseHost: this.leaseHost,
       hub: this.hub,
       now: this.now,
@@ -262,6 +266,7 @@ export class Daemon {
       clearTimeout(handshakeTimer);
       this.peers.delete(peer.id);
       this.hub.dropPeer(peer);
+      this.turnOwners?.dropped(peer.id);
       this.log.info({ connectionId: peer.id, client: peer.info?.name, reason: err?.reason }, 'connection closed');
       void this.leaseHost.disconnect(peer).catch((e: unknown) => this.log.error({ err: e }, 'could not persist a lease grace'));
       this.watchdog.becameIdle();
@@ -322,6 +327,7 @@ export class Daemon {
     this.server?.close();
     for (const peer of this.peers.values()) peer.notify('daemon/shuttingDown', { reason: why, message });
     this.leaseHost?.close();
+    this.turnOwners?.close();
     if (this.runtime) {
       this.runtime.off('turnEnded', this.onTurnEnded);
       await this.cancelRunningTurns();

@@ -7,11 +7,13 @@ import type { LeaseHost } from './lease-host.js';
 import type { Peer } from './peer.js';
 import type { Handlers } from './router.js';
 import type { SubscriptionHub } from './subscriptions.js';
+import type { TurnOwners } from './turn-owners.js';
 
 export interface HandlerDeps {
   runtime: Runtime;
   leaseHost: LeaseHost;
   hub: SubscriptionHub;
+  turnOwners: TurnOwners;
   now: () => number;
   status(): Promise<DaemonStatus>;
   /**
@@ -71,7 +73,11 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return {};
     },
     // The idle timer checks for running turns when it fires, so starting one needs no cancel here.
-    'turn/start': (p) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal),
+    'turn/start': async (p, peer) => {
+      const started = await rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal);
+      if (p.cancelOnDisconnect === true) d.turnOwners.own(peer.id, p.sessionId, started.turnId);
+      return started;
+    },
     'turn/cancel': (p) => rt.cancelTurn(p.sessionId, p.turnId),
     'command/input': (p) => rt.commandInput(p.sessionId, p.turnId, p.data),
     'command/resize': (p) => rt.commandResize(p.sessionId, p.turnId, p.cols, p.rows),

@@ -274,6 +274,8 @@ export const METHODS = {
       input: obj({ text: str() }),
       idempotencyKey: idempotencyKey(),
       terminal: opt(obj({ cols: int({ min: 1, max: 1000 }), rows: int({ min: 1, max: 1000 }) })),
+      /** The turn is this connection's: if it drops, the turn is cancelled after the lease grace unless the session has a controller then. */
+      cancelOnDisconnect: opt(bool()),
     }),
     result: obj({ turnId: str() }),
     policy: { ...WRITE, idempotencyKey: 'required' },

@@ -45,7 +45,8 @@ export class SubscriptionClosedError extends AstraError {
   readonly closeReason: string;
 
   constructor(sessionId: string, closeReason: string) {
-    super('subscription_closed', `the daemon ended the subscription to session ${sessionId}: ${closeReason}`, { sessionId, closeReason });
+    const why = closeReason === 'deleted' || closeReason === 'archived' ? `the session was ${closeReason}` : closeReason;
+    super('subscription_closed', `the daemon ended the subscription to session ${sessionId}: ${why}`, { sessionId, closeReason });
     this.name = 'SubscriptionClosedError';
     this.sessionId = sessionId;
     this.closeReason = closeReason;

@@ -37,18 +37,27 @@ export class OutcomeUnknownError extends AstraError {
 
 /**
  * The daemon ended a subscription with `session/closed`: the session was deleted (`closeReason:
- * 'deleted'`), archived (`'archived'`), or another reason a newer daemon names. The subscription's
- * `for await` loop throws it after the events that came before, and `onEnd` gets it.
+ * 'deleted'`), archived (`'archived'`), or another reason a newer daemon names; or with
+ * `session/invalidated` (`closeReason: 'journal_damage'`, with `resyncFrom`: subscribe again from
+ * there; the events between the subscription's lastSeq and it could not be read). The
+ * subscription's `for await` loop throws it after the events that came before, and `onEnd` gets it.
  */
 export class SubscriptionClosedError extends AstraError {
   readonly sessionId: string;
   readonly closeReason: string;
+  readonly resyncFrom: number | undefined;
 
-  constructor(sessionId: string, closeReason: string) {
+  constructor(sessionId: string, closeReason: string, resyncFrom?: number) {
     const why = closeReason === 'deleted' || closeReason === 'archived' ? `the session was ${closeReason}` : closeReason;
-    super('subscription_closed', `the daemon ended the subscription to session ${sessionId}: ${why}`, { sessionId, closeReason });
+    const resync = resyncFrom !== undefined ? `; subscribe again from seq ${resyncFrom}` : '';
+    super('subscription_closed', `the daemon ended the subscription to session ${sessionId}: ${why}${resync}`, {
+      sessionId,
+      closeReason,
+      ...(resyncFrom !== undefined ? { resyncFrom } : {}),
+    });
     this.name = 'SubscriptionClosedError';
     this.sessionId = sessionId;
     this.closeReason = closeReason;
+    this.resyncFrom = resyncFrom;
   }
 }

@@ -78,6 +78,11 @@ export function routeNotification(to: NotificationTargets, method: string, param
       if (to.current) to.subs.closed(p.sessionId, p.reason);
       return;
     }
+    case 'session/invalidated': {
+      const p = params as ServerNotificationParams<'session/invalidated'>;
+      if (to.current) to.subs.closed(p.sessionId, p.reason, p.resyncFrom);
+      return;
+    }
     case 'session/notice':
       if (to.current) to.notice(params as ServerNotificationParams<'session/notice'>);
       return;

@@ -159,12 +159,12 @@ export class Subscriptions {
   }
 
   /**
-   * session/closed: the daemon ended the stream. 'daemon_shutdown' leaves it to the reconnect (it
+   * session/closed, session/invalidated (with resyncFrom): the daemon ended the stream. 'daemon_shutdown' leaves it to the reconnect (it
    * resumes from lastSeq, or ends as the connection does); any other reason ends it, typed.
    */
-  closed(sessionId: string, reason: string): void {
+  closed(sessionId: string, reason: string, resyncFrom?: number): void {
     const sub = this.subs.get(sessionId);
-    if (sub && reason !== 'daemon_shutdown') this.endOne(sub, new SubscriptionClosedError(sessionId, reason));
+    if (sub && reason !== 'daemon_shutdown') this.endOne(sub, new SubscriptionClosedError(sessionId, reason, resyncFrom));
   }
 
   /** Ends every subscription (the client closed or gave up). */

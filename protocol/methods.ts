@@ -376,6 +376,8 @@ export const SERVER_NOTIFICATIONS = {
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
   /** A subscription's last frame when the daemon ends it: `reason` 'deleted', 'archived', 'daemon_shutdown' (open: an unknown one ends it too). */
   'session/closed': obj({ sessionId: sessionId(), reason: str() }),
+  /** A subscription's last frame when its backlog could not be read (`reason` 'journal_damage'): subscribe again from `resyncFrom`. */
+  'session/invalidated': obj({ sessionId: sessionId(), reason: str(), resyncFrom: seq() }),
   /** To the client asked by `approval/request`, when the approval was settled another way (`reason`: 'answered', 'expired', 'cancelled'). */
   'approval/resolved': obj({ sessionId: sessionId(), approvalId: str(), decision: oneOf(DECISIONS), reason: str() }),
   /**

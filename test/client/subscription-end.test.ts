@@ -1,7 +1,10 @@
 // What ended is said (issue 29): a subscription the daemon ends — its session deleted or archived by
-// another client, the daemon stopping — gets a last `session/closed` saying why, and AstraClient
-// ends the subscription's loop with a typed SubscriptionClosedError. A real daemon, real clients.
+// another client, the daemon stopping — gets a last `session/closed` saying why (`session/invalidated`
+// when its backlog cannot be read back: journal damage), and AstraClient ends the subscription's loop
+// with a typed SubscriptionClosedError. A real daemon, real clients.
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SubscriptionClosedError, type Subscription } from '../../client/index.js';
 import { Connection } from '../../ipc/index.js';
@@ -68,5 +71,26 @@ describe('a subscription the daemon ends', () => {
     await closed;
     const last = notes.filter((n) => n.method.startsWith('session/')).at(-1);
     expect(last).toEqual({ method: 'session/closed', params: { sessionId: session.id, reason: 'daemon_shutdown' } });
+  });
+
+  it('ends with SubscriptionClosedError \'journal_damage\' and resyncFrom when its backlog cannot be read from a damaged journal', async () => {
+    const t = testHome();
+    const client = await t.client();
+    const { session } = await client.session.create({ engine: 'synthetic', approvalPolicy: 'auto' });
+    await client.acquireController(session.id);
+    // 12 MiB of output: more than the 8 MiB a session keeps in memory, so the oldest events are read back from the journal.
+    const { turnId } = await client.startTurn(session.id, 'count=3000 size=4096');
+    await waitFor('the turn to end', async () => (await client.session.read({ sessionId: session.id, sinceSeq: 0, limit: 1 })).session.runningTurnId !== turnId, 30_000);
+    const head = (await client.session.read({ sessionId: session.id, limit: 1 })).headSeq;
+    const journal = path.join(t.home, 'data', 'sessions', session.id, 'journal.astra');
+    const fd = fs.openSync(journal, 'r+');
+    // 64 KiB of 0xff over old records: their framing (the length in a record's header) is damaged.
+    fs.writeSync(fd, Buffer.alloc(65536, 0xff), 0, 65536, 200_000);
+    fs.closeSync(fd);
+    const { events, end } = await drain(await client.subscribe(session.id, { sinceSeq: 0 }));
+    expect(end).toBeInstanceOf(SubscriptionClosedError);
+    expect((end as SubscriptionClosedError).closeReason).toBe('journal_damage');
+    expect((end as SubscriptionClosedError).resyncFrom).toBe(head);
+    expect(events.length).toBeLessThan(head);
   });
 });

@@ -332,7 +332,8 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
     }
 
     // The same safe start as attach: a lost answer is resolved through mutation/status, never a second turn.
-    turnId = (await client.startTurn(s.id, text)).turnId;
+    // `--wait` follows the turn: it is this connection's, cancelled if the connection drops for longer than the grace.
+    turnId = (await client.startTurn(s.id, text, o.wait ? { cancelOnDisconnect: true } : {})).turnId;
     gotTurnId(turnId);
     const printTurn = () => out.stdout(o.json ? JSON.stringify({ sessionId: s.id, turnId }) : turnId!);
 

@@ -79,6 +79,8 @@ export interface StartTurnOptions extends CallOptions {
   epoch?: number;
   /** The terminal size the session's commands get from this turn on (the controller's terminal). */
   terminal?: { cols: number; rows: number };
+  /** The turn is this connection's: cancelled after the lease grace if the connection drops (turn/start cancelOnDisconnect). */
+  cancelOnDisconnect?: boolean;
 }
 
 export class Calls {
@@ -214,13 +216,14 @@ export class Calls {
    * first result anyway, so no path can start a second turn.
    */
   async startTurn(sessionId: string, text: string, opts: StartTurnOptions = {}): Promise<ResultOf<'turn/start'>> {
-    const { idempotencyKey = crypto.randomUUID(), epoch, terminal, ...callOpts } = opts;
+    const { idempotencyKey = crypto.randomUUID(), epoch, terminal, cancelOnDisconnect, ...callOpts } = opts;
     const params: ClientParams<'turn/start'> = {
       sessionId,
       input: { text },
       idempotencyKey,
       ...(epoch !== undefined ? { epoch } : {}),
       ...(terminal !== undefined ? { terminal } : {}),
+      ...(cancelOnDisconnect === true ? { cancelOnDisconnect } : {}),
     };
     for (let sent = 0; ; sent++) {
       try {

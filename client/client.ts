@@ -229,6 +229,7 @@ export class AstraClient extends TypedEmitter<ClientEvents> {
       // The connection trusts its daemon's shapes once the handshake agreed (see connect.ts).
       validateEvent: (value) => (conn.shapesTrusted ? validateEventEnvelope(value) : validateEvent(value)),
       shuttingDown: (reason, message) => (this.shutdown = { reason, message }),
+      approvalResolved: (p) => this.emit('approvalResolved', p),
       notice: (n) => this.emit('notice', { sessionId: n.sessionId, reason: n.reason, message: n.message, ...(n.path != null ? { path: n.path } : {}) }),
       malformed: (err) => this.emit('error', err),
     };

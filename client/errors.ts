@@ -1,4 +1,4 @@
-// The client's own error: a mutation whose answer was lost with the connection.
+// The client's own errors: a mutation whose answer was lost with the connection; a subscription the daemon ended.
 import { AstraError } from '../protocol/index.js';
 
 /**
@@ -32,5 +32,32 @@ export class OutcomeUnknownError extends AstraError {
     this.method = method;
     this.sessionId = opts.sessionId;
     this.idempotencyKey = opts.idempotencyKey;
+  }
+}
+
+/**
+ * The daemon ended a subscription with `session/closed`: the session was deleted (`closeReason:
+ * 'deleted'`), archived (`'archived'`), or another reason a newer daemon names; or with
+ * `session/invalidated` (`closeReason: 'journal_damage'`, with `resyncFrom`: subscribe again from
+ * there; the events between the subscription's lastSeq and it could not be read). The
+ * subscription's `for await` loop throws it after the events that came before, and `onEnd` gets it.
+ */
+export class SubscriptionClosedError extends AstraError {
+  readonly sessionId: string;
+  readonly closeReason: string;
+  readonly resyncFrom: number | undefined;
+
+  constructor(sessionId: string, closeReason: string, resyncFrom?: number) {
+    const why = closeReason === 'deleted' || closeReason === 'archived' ? `the session was ${closeReason}` : closeReason;
+    const resync = resyncFrom !== undefined ? `; subscribe again from seq ${resyncFrom}` : '';
+    super('subscription_closed', `the daemon ended the subscription to session ${sessionId}: ${why}${resync}`, {
+      sessionId,
+      closeReason,
+      ...(resyncFrom !== undefined ? { resyncFrom } : {}),
+    });
+    this.name = 'SubscriptionClosedError';
+    this.sessionId = sessionId;
+    this.closeReason = closeReason;
+    this.resyncFrom = resyncFrom;
   }
 }

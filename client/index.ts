@@ -9,7 +9,7 @@ export {
   type ClientState,
   type LeaseHolderInfo,
 } from './client.js';
-export { OutcomeUnknownError } from './errors.js';
+export { OutcomeUnknownError, SubscriptionClosedError } from './errors.js';
 export type { StartTurnOptions } from './calls.js';
 export type { Resynced } from './subscriptions.js';
 export type { LeaseLost } from './leases.js';

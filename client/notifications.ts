@@ -20,6 +20,8 @@ export interface NotificationTargets {
   validateEvent(value: unknown): SessionEvent;
   /** session/notice: what no event can carry (a full disk). */
   notice(n: ServerNotificationParams<'session/notice'>): void;
+  /** approval/resolved: an approval this client was asked was settled another way. */
+  approvalResolved(p: ServerNotificationParams<'approval/resolved'>): void;
   /** daemon/shuttingDown: why the daemon is going. */
   shuttingDown(reason: string, message: string | undefined): void;
   malformed(err: AstraError): void;
@@ -71,8 +73,21 @@ export function routeNotification(to: NotificationTargets, method: string, param
       if (to.current) to.subs.resubscribe(sub);
       return;
     }
+    case 'session/closed': {
+      const p = params as ServerNotificationParams<'session/closed'>;
+      if (to.current) to.subs.closed(p.sessionId, p.reason);
+      return;
+    }
+    case 'session/invalidated': {
+      const p = params as ServerNotificationParams<'session/invalidated'>;
+      if (to.current) to.subs.closed(p.sessionId, p.reason, p.resyncFrom);
+      return;
+    }
     case 'session/notice':
       if (to.current) to.notice(params as ServerNotificationParams<'session/notice'>);
+      return;
+    case 'approval/resolved':
+      to.approvalResolved(params as ServerNotificationParams<'approval/resolved'>);
       return;
     case 'lease/revoked':
       to.leases.revoked(params as ServerNotificationParams<'lease/revoked'>);

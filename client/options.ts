@@ -90,6 +90,12 @@ export interface ClientEvents {
    * (they are written and arrive again). Ignore a reason you do not know.
    */
   notice: { sessionId: string; reason: string; message: string; path?: string };
+  /**
+   * An approval this client was asked (its approval handler's request) was settled another way:
+   * `reason` 'answered' (elsewhere, e.g. by a later controller), 'expired', 'cancelled' (its turn
+   * ended). The daemon ignores any later answer; drop the prompt.
+   */
+  approvalResolved: { sessionId: string; approvalId: string; decision: 'approve' | 'deny'; reason: string };
   /** Something went wrong outside any call: a bad frame from the daemon, or the client gave up reconnecting (then it is closed). */
   error: AstraError;
 }

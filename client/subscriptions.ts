@@ -5,6 +5,7 @@ import { AstraError, LIMITS, isAstraError, type SessionEvent } from '../protocol
 import type { Connection } from '../ipc/index.js';
 import type { Calls } from './calls.js';
 import { checkResult, toAstraError } from './results.js';
+import { SubscriptionClosedError } from './errors.js';
 import { Subscription, type SubscribeOptions } from './subscription.js';
 
 export interface Resynced {
@@ -155,6 +156,15 @@ export class Subscriptions {
 
   deliver(event: SessionEvent): void {
     this.subs.get(event.sessionId)?.deliver(event);
+  }
+
+  /**
+   * session/closed, session/invalidated (with resyncFrom): the daemon ended the stream. 'daemon_shutdown' leaves it to the reconnect (it
+   * resumes from lastSeq, or ends as the connection does); any other reason ends it, typed.
+   */
+  closed(sessionId: string, reason: string, resyncFrom?: number): void {
+    const sub = this.subs.get(sessionId);
+    if (sub && reason !== 'daemon_shutdown') this.endOne(sub, new SubscriptionClosedError(sessionId, reason, resyncFrom));
   }
 
   /** Ends every subscription (the client closed or gave up). */

@@ -35,6 +35,8 @@ export interface DaemonOptions {
   silentConnectionMs?: number;
   selfCheckMs?: number;
   maxInputChars?: number;
+  /** Approvals of a session created without approvalTimeoutMs expire (denied) after this long; 0 = never; env ASTRA_APPROVAL_TIMEOUT_MS. Default 1 h. */
+  approvalTimeoutMs?: number;
   /** A loaded session nobody uses (no subscriber, turn or approval) is closed after this long. */
   sessionUnloadMs?: number;
   /** Quiet this long (no request but pings, no connection coming or going, no turn), the daemon runs a full GC and malloc_trim once (idle-release.ts); 0 = never. */
@@ -55,6 +57,7 @@ export interface DaemonConfig {
   silentConnectionMs: number;
   selfCheckMs: number;
   maxInputChars: number;
+  approvalTimeoutMs: number;
   sessionUnloadMs: number;
   idleReleaseMs: number;
   catchUpCacheBytes: number | undefined;
@@ -72,6 +75,7 @@ export const DEFAULTS = {
   silentConnectionMs: 120_000,
   selfCheckMs: 2_000,
   sessionUnloadMs: 10 * 60_000,
+  approvalTimeoutMs: 60 * 60_000,
   // Past the screen worker's 30 s idle stop (pty/remote-screen.ts), so its thread is gone by then.
   idleReleaseMs: 45_000,
 } as const;
@@ -114,6 +118,7 @@ export function resolveConfig(opts: DaemonOptions, env: NodeJS.ProcessEnv): Daem
     silentConnectionMs: opts.silentConnectionMs ?? numberFromEnv(env, 'ASTRA_SILENT_CONNECTION_MS') ?? DEFAULTS.silentConnectionMs,
     selfCheckMs: opts.selfCheckMs ?? numberFromEnv(env, 'ASTRA_SELF_CHECK_MS') ?? DEFAULTS.selfCheckMs,
     maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,
+    approvalTimeoutMs: opts.approvalTimeoutMs ?? numberFromEnv(env, 'ASTRA_APPROVAL_TIMEOUT_MS') ?? DEFAULTS.approvalTimeoutMs,
     sessionUnloadMs: opts.sessionUnloadMs ?? numberFromEnv(env, 'ASTRA_SESSION_UNLOAD_MS') ?? DEFAULTS.sessionUnloadMs,
     idleReleaseMs: opts.idleReleaseMs ?? numberFromEnv(env, 'ASTRA_IDLE_RELEASE_MS') ?? DEFAULTS.idleReleaseMs,
     catchUpCacheBytes: opts.catchUpCacheBytes ?? numberFromEnv(env, 'ASTRA_CATCHUP_CACHE_BYTES'),

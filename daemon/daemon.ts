@@ -23,6 +23,7 @@ import { chatEngineConfig, createChatEngine, createShellEngine, createSyntheticE
 import { Runtime, type Engine } from '../runtime/index.js';
 import { resolveConfig, type DaemonConfig, type DaemonOptions } from './config.js';
 import { createHandlers } from './handlers.js';
+import { TurnOwners } from './turn-owners.js';
 import { armHandshakeDeadline, handshake, type HandshakeContext } from './handshake.js';
 import { LeaseHost } from './lease-host.js';
 import { droppedLogLines, silentLogger, type Logger } from './logger.js';
@@ -57,6 +58,7 @@ export class Daemon {
   private runtime!: Runtime;
   private leaseHost!: LeaseHost;
   private hub!: SubscriptionHub;
+  private turnOwners: TurnOwners | undefined;
   private route!: ReturnType<typeof createRouter>;
   private handshakeContext!: HandshakeContext;
   private watchdog!: Watchdog;
@@ -108,6 +110,7 @@ export class Daemon {
       // Journal bodies in the wire's encoding: they go out to subscribers as they are.
       packEventBody,
       catchUpCacheBytes: this.cfg.catchUpCacheBytes,
+      approvalTimeoutMs: this.cfg.approvalTimeoutMs,
       journalDirectIO: this.cfg.journalDirectIO,
     });
     this.hub = new SubscriptionHub(this.runtime, {
@@ -138,8 +141,10 @@ export class Daemon {
       exit: (why, message) => void this.stop(why, message),
     });
     this.runtime.on('turnEnded', this.onTurnEnded);
+    this.turnOwners = new TurnOwners({ runtime: this.runtime, leases: this.leaseHost.leases, graceMs: this.cfg.graceMs, log: this.log });
     const handlers = createHandlers({
       runtime: this.runtime,
+      turnOwners: this.turnOwners,
       leaseHost: this.leaseHost,
       hub: this.hub,
       now: this.now,
@@ -261,6 +266,7 @@ export class Daemon {
       clearTimeout(handshakeTimer);
       this.peers.delete(peer.id);
       this.hub.dropPeer(peer);
+      this.turnOwners?.dropped(peer.id);
       this.log.info({ connectionId: peer.id, client: peer.info?.name, reason: err?.reason }, 'connection closed');
       void this.leaseHost.disconnect(peer).catch((e: unknown) => this.log.error({ err: e }, 'could not persist a lease grace'));
       this.watchdog.becameIdle();
@@ -324,6 +330,7 @@ export class Daemon {
     this.server?.close();
     for (const peer of this.peers.values()) peer.notify('daemon/shuttingDown', { reason: why, message });
     this.leaseHost?.close();
+    this.turnOwners?.close();
     if (this.runtime) {
       this.runtime.off('turnEnded', this.onTurnEnded);
       await this.cancelRunningTurns();
@@ -333,6 +340,7 @@ export class Daemon {
         this.log.error({ err: e }, 'flushing the journals failed');
       }
     }
+    this.hub?.close(undefined, 'daemon_shutdown');
     await Promise.all([...this.peers.values()].map((p) => this.closePeer(p)));
     // A replaced daemon leaves the record and socket to the instance that replaced it.
     if (why !== 'replaced') {

@@ -7,11 +7,13 @@ import type { LeaseHost } from './lease-host.js';
 import type { Peer } from './peer.js';
 import type { Handlers } from './router.js';
 import type { SubscriptionHub } from './subscriptions.js';
+import type { TurnOwners } from './turn-owners.js';
 
 export interface HandlerDeps {
   runtime: Runtime;
   leaseHost: LeaseHost;
   hub: SubscriptionHub;
+  turnOwners: TurnOwners;
   now: () => number;
   status(): Promise<DaemonStatus>;
   /**
@@ -50,7 +52,11 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return {};
     },
     'session/rename': async (p) => ({ session: shown(await rt.renameSession(p.sessionId, p.title)) }),
-    'session/archive': async (p) => ({ session: shown(await rt.archiveSession(p.sessionId)) }),
+    'session/archive': async (p) => {
+      const session = shown(await rt.archiveSession(p.sessionId));
+      d.hub.close(p.sessionId, 'archived');
+      return { session };
+    },
     'session/unarchive': async (p) => ({ session: shown(await rt.unarchiveSession(p.sessionId)) }),
     'approval/answer': async (p, peer) => {
       await rt.resolveApproval(p.sessionId, p.approvalId, p.decision, { clientName: peer.clientName, connectionId: peer.id }, p.revision ?? undefined);
@@ -58,6 +64,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
     },
     'session/delete': async (p) => {
       await rt.deleteSession(p.sessionId);
+      d.hub.close(p.sessionId, 'deleted');
       return { sessionId: p.sessionId };
     },
     'lease/acquire': (p, peer) => d.leaseHost.acquire(peer, p.sessionId, p),
@@ -66,7 +73,11 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return {};
     },
     // The idle timer checks for running turns when it fires, so starting one needs no cancel here.
-    'turn/start': (p, _peer, trace) => rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal, trace),
+    'turn/start': async (p, peer, trace) => {
+      const started = await rt.startTurn(p.sessionId, p.input, p.idempotencyKey, p.terminal, trace);
+      if (p.cancelOnDisconnect === true) d.turnOwners.own(peer.id, p.sessionId, started.turnId);
+      return started;
+    },
     'turn/cancel': (p) => rt.cancelTurn(p.sessionId, p.turnId),
     'command/input': (p) => rt.commandInput(p.sessionId, p.turnId, p.data),
     'command/resize': (p) => rt.commandResize(p.sessionId, p.turnId, p.cols, p.rows),

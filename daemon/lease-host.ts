@@ -7,7 +7,7 @@ import { AstraError, type ServerResultOf, type Session, SERVER_REQUESTS } from '
 import { hashToken, newToken } from '../discovery/index.js';
 import { writeFileAtomic } from '../durable/index.js';
 import { LeaseManager, type LeaseChange, type LeaseHolder, type PersistedLease } from '../lease/index.js';
-import type { ApprovalRequest, Runtime } from '../runtime/index.js';
+import type { ApprovalRequest, ApprovalSettled, Runtime } from '../runtime/index.js';
 import type { Logger } from './logger.js';
 import type { Peer } from './peer.js';
 
@@ -26,8 +26,11 @@ export class LeaseHost {
   private timer: NodeJS.Timeout | undefined;
   /** approvalId → connectionId it was last sent to, so one controller is asked once. */
   private readonly approvalSentTo = new Map<string, string>();
+  /** approvalId → every connection it was sent to, told by approval/resolved when it is settled. */
+  private readonly approvalAsked = new Map<string, Set<string>>();
   private closed = false;
   private readonly onApprovalRequested = (a: ApprovalRequest): void => this.offerApproval(a);
+  private readonly onApprovalSettled = (a: ApprovalSettled): void => this.tellAsked(a);
 
   constructor(
     private readonly runtime: Runtime,
@@ -41,6 +44,7 @@ export class LeaseHost {
       hashToken,
     });
     runtime.on('approvalRequested', this.onApprovalRequested);
+    runtime.on('approvalSettled', this.onApprovalSettled);
   }
 
   /** After a restart, every lease that was held comes back in grace, reclaimable with its token. */
@@ -126,6 +130,7 @@ export class LeaseHost {
   close(): void {
     this.closed = true;
     this.runtime.off('approvalRequested', this.onApprovalRequested);
+    this.runtime.off('approvalSettled', this.onApprovalSettled);
     if (this.timer) clearTimeout(this.timer);
   }
 
@@ -194,6 +199,20 @@ export class LeaseHost {
     writeFileAtomic(this.file, JSON.stringify(held));
   }
 
+  /**
+   * An approval was settled: each connection it was sent to hears approval/resolved, except the one
+   * that answered it ('answered' by a later controller, 'expired', 'cancelled' with its turn).
+   */
+  private tellAsked(a: ApprovalSettled): void {
+    const asked = this.approvalAsked.get(a.approvalId);
+    this.approvalAsked.delete(a.approvalId);
+    this.approvalSentTo.delete(a.approvalId);
+    for (const id of asked ?? []) {
+      if (id === a.connectionId) continue;
+      this.opts.findPeer(id)?.notify('approval/resolved', { sessionId: a.sessionId, approvalId: a.approvalId, decision: a.decision, reason: a.how });
+    }
+  }
+
   /** Sends a pending approval to the session's controller, if it has a live one. */
   private offerApproval(a: ApprovalRequest): void {
     if (this.closed) return;
@@ -203,6 +222,8 @@ export class LeaseHost {
     if (!peer || peer.conn.closed) return;
     if (this.approvalSentTo.get(a.approvalId) === peer.id) return;
     this.approvalSentTo.set(a.approvalId, peer.id);
+    const asked = this.approvalAsked.get(a.approvalId) ?? new Set<string>();
+    this.approvalAsked.set(a.approvalId, asked.add(peer.id));
     const epoch = view.epoch;
     const params: Record<string, unknown> = { sessionId: a.sessionId, approvalId: a.approvalId, turnId: a.turnId, command: a.command, cwd: a.cwd };
     if (a.reason !== undefined) params.reason = a.reason;

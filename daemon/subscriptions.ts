@@ -171,6 +171,9 @@ export class SubscriptionHub {
       onNotice: (n: FeedNotice) => {
         if (!sub.dropped) peer.notify('session/notice', n);
       },
+      onInvalidated: (reason: string, resyncFrom: number) => {
+        if (!sub.dropped && this.byPeer.get(peer.id)?.get(sessionId) === sub) this.unsubscribe(peer, sessionId, { method: 'session/invalidated', params: { sessionId, reason, resyncFrom } });
+      },
       waitForCapacity: () => this.waitForCapacity(sub),
     }, opts);
     sub.handle = handle;
@@ -226,7 +229,8 @@ export class SubscriptionHub {
     return n;
   }
 
-  unsubscribe(peer: Peer, sessionId: string): void {
+  /** Drops a subscription; `last`: the frame that says why, after what was accepted (session/closed, session/invalidated). */
+  unsubscribe(peer: Peer, sessionId: string, last?: { method: 'session/closed' | 'session/invalidated'; params: Record<string, unknown> }): void {
     this.countRequest(peer, sessionId);
     const subs = this.byPeer.get(peer.id);
     const sub = subs?.get(sessionId);
@@ -235,6 +239,14 @@ export class SubscriptionHub {
     sub.dropped = true;
     sub.handle?.unsubscribe();
     subs!.delete(sessionId);
+    if (last) peer.notify(last.method, last.params);
+  }
+
+  /** Ends a session's subscriptions (every session's without `sessionId`), each with a last `session/closed`. */
+  close(sessionId: string | undefined, reason: string): void {
+    for (const subs of this.byPeer.values())
+      for (const sub of [...subs.values()])
+        if (sessionId === undefined || sub.sessionId === sessionId) this.unsubscribe(sub.peer, sub.sessionId, { method: 'session/closed', params: { sessionId: sub.sessionId, reason } });
   }
 
   /** Drops every subscription of a connection that went away. */

@@ -25,6 +25,7 @@ export const ERRORS = {
   request_timeout: { code: -33013, summary: 'No answer arrived within the request timeout.', local: true },
   shutting_down: { code: -33014, summary: 'The daemon is shutting down; reconnect to start a new one.' },
   request_cancelled: { code: -33015, summary: 'The caller cancelled the request (its AbortSignal fired) before an answer came; a mutation may still take effect.', local: true },
+  subscription_closed: { code: -33016, summary: 'The daemon ended the subscription (data.closeReason: deleted, archived, ...), not the client.', local: true },
   not_found: { code: -33020, summary: 'No such session, turn or approval.' },
   not_controller: { code: -33021, summary: 'Only the session\'s controller may do this; acquire the lease first.' },
   stale_epoch: { code: -33022, summary: 'The epoch is older than the session\'s current lease epoch; control was taken over.' },

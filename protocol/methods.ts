@@ -274,6 +274,8 @@ export const METHODS = {
       input: obj({ text: str() }),
       idempotencyKey: idempotencyKey(),
       terminal: opt(obj({ cols: int({ min: 1, max: 1000 }), rows: int({ min: 1, max: 1000 }) })),
+      /** The turn is this connection's: if it drops, the turn is cancelled after the lease grace unless the session has a controller then. */
+      cancelOnDisconnect: opt(bool()),
     }),
     result: obj({ turnId: str() }),
     policy: { ...WRITE, idempotencyKey: 'required' },
@@ -373,6 +375,12 @@ export const SERVER_NOTIFICATIONS = {
     alternate: bool(),
   }),
   'session/lagged': obj({ sessionId: sessionId(), resumeFromSeq: seq() }),
+  /** A subscription's last frame when the daemon ends it: `reason` 'deleted', 'archived', 'daemon_shutdown' (open: an unknown one ends it too). */
+  'session/closed': obj({ sessionId: sessionId(), reason: str() }),
+  /** A subscription's last frame when its backlog could not be read (`reason` 'journal_damage'): subscribe again from `resyncFrom`. */
+  'session/invalidated': obj({ sessionId: sessionId(), reason: str(), resyncFrom: seq() }),
+  /** To the client asked by `approval/request`, when the approval was settled another way (`reason`: 'answered', 'expired', 'cancelled'). */
+  'approval/resolved': obj({ sessionId: sessionId(), approvalId: str(), decision: oneOf(DECISIONS), reason: str() }),
   /**
    * What no event can carry, to the session's subscribers. `reason`: 'disk_full' (its events cannot
    * be written, so none are published until there is space; `path` names the file), 'disk_ok' (they

@@ -14,6 +14,15 @@ import type { SessionHost } from './session-host.js';
 
 type Decision = 'approve' | 'deny';
 
+/** How a pending approval was settled: answered (by connectionId, when a client), expired, or cancelled with its turn. */
+export interface ApprovalSettled {
+  sessionId: string;
+  approvalId: string;
+  decision: Decision;
+  how: 'answered' | 'expired' | 'cancelled';
+  connectionId?: string;
+}
+
 /** Ids of approvals that expired, remembered so a late answer hears approval_expired, not not_found (bounded). */
 const EXPIRED_REMEMBERED = 1000;
 
@@ -25,22 +34,31 @@ export class Approvals {
   constructor(
     private readonly requested: (a: ApprovalRequest) => void,
     private readonly now: () => number = Date.now,
+    private readonly settled: (s: ApprovalSettled) => void = () => undefined,
+    /** The expiry of a session that set none; 0 = never. */
+    private readonly defaultTimeoutMs: () => number = () => 0,
   ) {}
+
+  /** The session's approval expiry (its own, else the default) and what it is called; 0 = never. */
+  private timeoutOf(host: SessionHost): { ms: number; name: string } {
+    const own = host.meta.approvalTimeoutMs;
+    return own !== undefined ? { ms: own, name: "the session's approvalTimeoutMs" } : { ms: this.defaultTimeoutMs(), name: "the daemon's default approvalTimeoutMs" };
+  }
 
   /** An engine's request: journaled and published first, so observers see it before the host asks anyone. */
   request(host: SessionHost, turnId: string, signal: AbortSignal, req: { command: string; cwd: string; reason?: string }): Promise<Decision> {
     if (signal.aborted) return Promise.reject(new DOMException('The turn was cancelled.', 'AbortError'));
     const approvalId = newId('apr');
-    const timeoutMs = host.meta.approvalTimeoutMs;
+    const timeout = this.timeoutOf(host);
     return new Promise<Decision>((resolve, reject) => {
       const w: { resolve(d: Decision): void; reject(e: Error): void; timer?: NodeJS.Timeout } = { resolve, reject };
       this.waiting.set(approvalId, w);
       signal.addEventListener('abort', () => this.withdraw(host, approvalId, 'the turn was cancelled'), { once: true });
       const data: EventData<'approval.requested'> = { turnId, approvalId, command: req.command, cwd: req.cwd, revision: 1 };
       if (req.reason !== undefined) data.reason = req.reason;
-      if (timeoutMs !== undefined) {
-        data.expiresAt = Math.floor(this.now()) + timeoutMs;
-        w.timer = setTimeout(() => this.expire(host, approvalId, timeoutMs), timeoutMs);
+      if (timeout.ms > 0) {
+        data.expiresAt = Math.floor(this.now()) + timeout.ms;
+        w.timer = setTimeout(() => this.expire(host, approvalId, timeout), timeout.ms);
         w.timer.unref();
       }
       host.append('approval.requested', data);
@@ -51,21 +69,21 @@ export class Approvals {
 
   /** Withdraws a pending approval (denied with `reason`); the engine's wait rejects with an AbortError. */
   withdraw(host: SessionHost, approvalId: string, reason: string): void {
-    if (!this.deny(host, approvalId, reason)) return;
+    if (!this.deny(host, approvalId, reason, 'cancelled')) return;
     this.take(approvalId)?.reject(new DOMException(`Approval withdrawn: ${reason}.`, 'AbortError'));
   }
 
   /** Nobody answered in time: denied, and the engine hears approval_expired (the chat engine tells the model). */
-  private expire(host: SessionHost, approvalId: string, timeoutMs: number): void {
-    const why = `nobody answered within ${Math.round(timeoutMs / 1000)} s (the session's approvalTimeoutMs)`;
-    if (!this.deny(host, approvalId, `expired: ${why}`)) return;
+  private expire(host: SessionHost, approvalId: string, timeout: { ms: number; name: string }): void {
+    const why = `nobody answered within ${Math.round(timeout.ms / 1000)} s (${timeout.name})`;
+    if (!this.deny(host, approvalId, `expired: ${why}`, 'expired')) return;
     this.expired.add(approvalId);
     if (this.expired.size > EXPIRED_REMEMBERED) this.expired.delete(this.expired.values().next().value!);
     this.take(approvalId)?.reject(new AstraError('approval_expired', `The approval expired: ${why}.`, { sessionId: host.id, approvalId }));
   }
 
   /** Appends the deny of a pending approval; false when it is not pending. */
-  private deny(host: SessionHost, approvalId: string, reason: string): boolean {
+  private deny(host: SessionHost, approvalId: string, reason: string, how: 'expired' | 'cancelled'): boolean {
     const a = host.state.approvals.get(approvalId);
     if (!a) return false;
     try {
@@ -73,6 +91,7 @@ export class Approvals {
     } catch {
       // Closed runtime: the next open resolves it as interrupted.
     }
+    this.settled({ sessionId: host.id, approvalId, decision: 'deny', how });
     return true;
   }
 
@@ -101,7 +120,7 @@ export class Approvals {
     if (revision !== undefined && revision !== a.revision)
       throw new AstraError('approval_expired', `Approval ${approvalId} is at revision ${a.revision}, not ${revision}; answer the current request.`, { sessionId: host.id, approvalId, revision: a.revision });
     if (a.expiresAt !== undefined && this.now() >= a.expiresAt) {
-      this.expire(host, approvalId, host.meta.approvalTimeoutMs ?? 0);
+      this.expire(host, approvalId, this.timeoutOf(host));
       throw new AstraError('approval_expired', `Approval ${approvalId} expired before this answer came and was denied.`, { sessionId: host.id, approvalId });
     }
     host.checkWritable();
@@ -113,6 +132,7 @@ export class Approvals {
       data.by = b;
     }
     host.append('approval.resolved', data);
+    this.settled({ sessionId: host.id, approvalId, decision, how: 'answered', ...(by?.connectionId !== undefined ? { connectionId: by.connectionId } : {}) });
     const w = this.take(approvalId);
     try {
       await host.sync();

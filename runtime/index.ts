@@ -2,6 +2,7 @@
 // contract an engine implements (engine.ts). The engines themselves are engines/.
 export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEvents, type SubscriptionSink, type SubscriptionHandle } from './runtime.js';
 export type { RuntimeLogger } from './logger.js';
+export type { ApprovalSettled } from './approvals.js';
 export { silentLogger } from './logger.js';
 export type { Engine, EngineContext, EngineResult, EngineEvent, EngineEventType, RecordedEvent, CommandTerminal, ApprovalRequest } from './engine.js';
 export { ENGINE_EVENT_TYPES, RUNTIME_EVENT_TYPES } from './engine.js';

@@ -3,6 +3,7 @@ import type { ApprovalPolicy, FinalTurnStatus, OnControllerLost, SessionEvent } 
 import type { ApprovalRequest, Engine } from './engine.js';
 import type { EncodedBody, EventBody } from './event-body.js';
 import type { RuntimeLogger } from './logger.js';
+import type { ApprovalSettled } from './approvals.js';
 
 export interface RuntimeOptions {
   /** Sessions live in <dataDir>/sessions/<id>/. */
@@ -17,6 +18,8 @@ export interface RuntimeOptions {
   defaultEngine?: string;
   /** Default LIMITS.maxInputChars. */
   maxInputChars?: number;
+  /** Approvals of a session created without approvalTimeoutMs expire after this long; 0 or absent = never (the daemon passes its default, 1 h). */
+  approvalTimeoutMs?: number;
   /** Bounded delay before streamed output is fsynced (writes happen once per tick regardless). Default 5 ms. */
   groupCommitMs?: number;
   /** Bytes of recent events each loaded session keeps in memory. Default 8 MiB. */
@@ -60,13 +63,15 @@ export interface CreateSessionParams {
   onControllerLost?: OnControllerLost;
   /** Checked by the engine's parseOptions; refused for an engine that has none. */
   engineOptions?: Record<string, unknown>;
-  /** Approvals of the session expire (deny, approval_expired) after this long; default never. */
+  /** Approvals of the session expire (deny, approval_expired) after this long; absent: the runtime's approvalTimeoutMs. */
   approvalTimeoutMs?: number;
   idempotencyKey?: string;
 }
 
 export interface RuntimeEvents {
   approvalRequested: (a: ApprovalRequest) => void;
+  /** A pending approval was answered, expired or withdrawn with its turn. */
+  approvalSettled: (a: ApprovalSettled) => void;
   turnEnded: (sessionId: string, turnId: string, status: FinalTurnStatus) => void;
   /** Every event as it is published (after its journal write), for embedders; the daemon does not listen. */
   event: (e: SessionEvent) => void;

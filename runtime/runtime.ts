@@ -39,8 +39,9 @@ export class Runtime {
   private readonly defaultEngine: string | undefined;
   private readonly logger: RuntimeLogger;
   private readonly now: () => number;
-  private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], turnEnded: [], event: [] };
-  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now());
+  private readonly listeners: { [K in keyof RuntimeEvents]: RuntimeEvents[K][] } = { approvalRequested: [], approvalSettled: [], turnEnded: [], event: [] };
+  private readonly approvals = new Approvals((a) => this.emit('approvalRequested', a), () => this.now(), (a) => this.emit('approvalSettled', a), () => this.approvalTimeoutMs);
+  private approvalTimeoutMs = 0;
   private readonly turns: Turns;
   private closed = false;
 
@@ -52,6 +53,7 @@ export class Runtime {
       throw new AstraError('invalid_params', `defaultEngine '${this.defaultEngine}' is not among the engines: ${names.join(', ') || '(none registered)'}`);
     this.logger = opts.logger ?? silentLogger;
     this.now = opts.now ?? Date.now;
+    this.approvalTimeoutMs = opts.approvalTimeoutMs ?? 0;
     this.turns = new Turns({
       engineOf: (name) => this.engineOf(name),
       maxInputChars: opts.maxInputChars ?? LIMITS.maxInputChars,

@@ -329,6 +329,9 @@ export function buildVectors(p, ipc) {
       ],
     },
   }, { method: 'session/events' });
+  add('notification-session-closed', 'The last frame of a subscription the daemon ended: here, another client deleted the session.', D2C, 'notification', { method: 'session/closed', params: { sessionId: SESSION_ID, reason: 'deleted' } }, { method: 'session/closed' });
+  add('notification-session-invalidated', 'The last frame of a subscription whose backlog could not be read back (a damaged journal): subscribe again from resyncFrom.', D2C, 'notification', { method: 'session/invalidated', params: { sessionId: SESSION_ID, reason: 'journal_damage', resyncFrom: 3005 } }, { method: 'session/invalidated' });
+  add('notification-approval-resolved', 'To the client asked: the approval was settled another way (here, it expired).', D2C, 'notification', { method: 'approval/resolved', params: { sessionId: SESSION_ID, approvalId: APPROVAL_ID, decision: 'deny', reason: 'expired' } }, { method: 'approval/resolved' });
   add('notification-lease-revoked', '', D2C, 'notification', { method: 'lease/revoked', params: { sessionId: SESSION_ID, reason: 'takeover', epoch: 2, holder: { connectionId: 'c_0002', clientName: 'astra attach', pid: 4242 } } }, { method: 'lease/revoked' });
   add('notification-daemon-shutting-down', '', D2C, 'notification', { method: 'daemon/shuttingDown', params: { reason: 'astra daemon stop' } }, { method: 'daemon/shuttingDown' });
 

@@ -191,6 +191,14 @@ export class AttachControl {
     return promise;
   }
 
+  /** approval/resolved: this terminal's prompt was settled another way (said even when the event stream is behind). */
+  onApprovalResolved(r: { approvalId: string; decision: 'approve' | 'deny'; reason: string }): void {
+    if (this.approval?.request.approvalId !== r.approvalId) return;
+    const why =
+      r.reason === 'expired' ? 'approval expired' : r.reason === 'cancelled' ? 'the approval ended with its turn' : `the approval was already ${r.decision === 'approve' ? 'approved' : 'denied'} elsewhere`;
+    this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'), why);
+  }
+
   answerApproval(decision: 'approve' | 'deny'): void {
     const a = this.approval;
     if (!a) return;

@@ -159,7 +159,7 @@ class Attach implements KeyHost {
     this.terminal.watch();
     this.cleanups.push(() => this.terminal.stop());
     // The handler goes in before acquiring: a grant re-offers pending approvals at once.
-    this.cleanups.push(this.client.onApproval((req) => this.control.onApprovalRequest(req)));
+    this.cleanups.push(this.client.onApproval((req) => this.control.onApprovalRequest(req)), this.client.on('approvalResolved', (r) => this.control.onApprovalResolved(r)));
     if (!this.opts.observe) await this.control.tryAcquire(Boolean(this.opts.take), true);
     else this.notice(`observing ${this.id} read-only (--observe); Ctrl-D detaches`);
     this.refresh();

@@ -417,6 +417,9 @@ def run_turn(command, decision="approve", as_json=False, timeout=30.0, out=sys.s
         last_seq = 0
         while True:
             msg = conn.next_message(left())
+            if msg["method"] in ("session/closed", "session/invalidated") and (msg.get("params") or {}).get("sessionId") == sid:
+                # The daemon ended the subscription (the session was deleted or archived, the daemon stopped, its journal is damaged).
+                raise AstraError("subscription_closed", "the daemon ended the subscription: %s" % msg["params"].get("reason"))
             if msg["method"] != "session/event":
                 continue  # session/replayed and others: nothing to do here; unknown ones are ignored
             event = msg.get("params") or {}

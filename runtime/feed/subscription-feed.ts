@@ -189,6 +189,7 @@ export class SubscriptionFeed {
       this.source.logger.error({ sessionId: this.source.id, err: err.message }, 'subscription replay failed; subscriber dropped');
       this.state = 'closed';
       this.source.drop(this);
+      this.sink.onInvalidated?.((err as { reason?: unknown }).reason === 'journal_corrupt' ? 'journal_damage' : 'replay_failed', this.source.publishedSeq);
     });
   }
 

@@ -56,6 +56,11 @@ export interface SubscriptionSink {
   onSkipped?(seq: number, bytes: number): void;
   /** See FeedNotice. */
   onNotice?(n: FeedNotice): void;
+  /**
+   * The feed could not go on (`reason` 'journal_damage': its backlog could not be read back) and was
+   * dropped; events after `resyncFrom` (the head then) can be subscribed to again.
+   */
+  onInvalidated?(reason: string, resyncFrom: number): void;
 }
 
 /** A subscriber's side of its feed: where it stands (the feed is the one owner of both), and the way out. */

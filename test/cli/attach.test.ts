@@ -51,7 +51,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
     await tmux.waitScreen('b', /controls ses_\w+; observing — press Ctrl-T/);
 
     tmux.type('a', 'echo hello; sleep 1; echo done', true);
-    await tmux.waitScreen('a', /approve the command above\? \[y\/n\]/);
+    await tmux.waitScreen('a', /approve the command above\? (\(\S+ ?\S* left\) )?\[y\/n\]/);
     await tmux.waitStatus('a', /approval needed │ y approve · n deny/);
     // The approval is printed once (it was three times: event, prompt line and footer).
     expect(tmux.screen('a').match(/`echo hello; sleep 1; echo done`/g)).toHaveLength(1);
@@ -87,7 +87,7 @@ describe.skipIf(skipTmux)('astra attach in two terminals', () => {
 
     // The new controller works; the former one now only watches.
     tmux.type('b', 'echo second', true);
-    await tmux.waitScreen('b', /approval requested: run `echo second`[\s\S]*approve the command above\? \[y\/n\]/);
+    await tmux.waitScreen('b', /approval requested: run `echo second`[\s\S]*approve the command above\? (\(\S+ ?\S* left\) )?\[y\/n\]/);
     tmux.type('b', 'y');
     await tmux.waitScreen('a', /^second$/m);
     await tmux.waitScreen('a', /turn completed \(exit 0\)[\s\S]*turn completed \(exit 0\)/);

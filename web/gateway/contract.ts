@@ -256,6 +256,7 @@ export const STREAM_EVENTS = {
       'The daemon\'s word about the session that no event carries (session/notice). reason \'disk_full\': the session\'s events cannot be saved (path: the journal; free space there), so none arrive until there is space, nothing is lost; \'disk_ok\': they are saved and arrive again. The page shows it in its status bar. Ignore an unknown reason.',
     data: obj({ reason: str(), message: str(), path: opt(str()), lastSeq: int({ min: 0 }) }),
   },
+  closed: { summary: 'The daemon ended the session\'s subscription (session/closed): reason \'deleted\' or \'archived\' (session/closed), or \'journal_damage\' (session/invalidated). The stream ends; do not reconnect to it.', data: obj({ reason: str(), lastSeq: int({ min: 0 }) }) },
   error: { summary: 'The stream failed and ends; data is the error envelope. Reconnect with Last-Event-ID.', data: errorEnvelopeSchema },
 } satisfies Record<string, { summary: string; data: Schema<unknown> }>;
 

@@ -55,8 +55,8 @@ export interface FeedMember {
   noteApproval(e: SessionEvent): void;
   /** The daemon dropped the feed's subscription for lagging; the feed resumed it from the journal. */
   feedResynced(throughSeq: number): void;
-  /** The feed ended: the stream goes on with its own subscription, from `position`. */
-  feedLost(): void;
+  /** The feed ended: the stream goes on with its own subscription, from `position`; `closed`: the daemon ended it, so does the stream. */
+  feedLost(closed?: string): void;
   /** The daemon's notice about the session (the feed's subscription gets it, not the tabs'). */
   sessionNotice(n: SessionNotice): void;
 }
@@ -117,7 +117,7 @@ class SessionFeed {
           if (this.sub === sub) this.onReplayed(throughSeq);
         },
         onEnd: (error) => {
-          if (error && this.sub === sub) this.fail();
+          if (error && this.sub === sub) this.fail(error.reason === 'subscription_closed' ? String(error.data.closeReason) : undefined);
         },
       });
       this.daemonLags = sub.lagCount;
@@ -224,12 +224,15 @@ class SessionFeed {
     for (const m of this.members) m.feedResynced(throughSeq);
   }
 
-  /** The subscription failed (or could not be made): every stream goes on with a subscription of its own. */
-  private fail(): void {
+  /**
+   * The subscription failed (or could not be made): every stream goes on with a subscription of its
+   * own — or, when the daemon ended it (`closed`: the session was deleted or archived), ends saying so.
+   */
+  private fail(closed?: string): void {
     if (this.state.kind === 'ended') return;
     const all = [...this.members, ...this.waiting];
     this.close();
-    for (const m of all) m.feedLost();
+    for (const m of all) m.feedLost(closed);
   }
 
   close(): void {

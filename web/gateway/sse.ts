@@ -162,10 +162,7 @@ export class EventStream implements FeedMember, TabStream {
         this.joinFeed();
       },
       onEnd: (error) => {
-        if (error && current()) {
-          this.write(frame('error', toEnvelope(error).body));
-          this.stop();
-        }
+        if (error && current()) this.fail(error);
       },
     });
     if (current()) {
@@ -225,7 +222,8 @@ export class EventStream implements FeedMember, TabStream {
   }
 
   /** FeedMember: the feed ended; a joined stream goes on with its own subscription from its last seq. */
-  feedLost(): void {
+  feedLost(closed?: string): void {
+    if (closed !== undefined) return this.closed(closed);
     const was = this.state.kind;
     // A waiting stream still reads through its own subscription.
     if (was === 'waiting') this.state = { kind: 'own' };
@@ -291,7 +289,15 @@ export class EventStream implements FeedMember, TabStream {
   }
 
   private fail(e: unknown): void {
+    const closed = (e as { reason?: unknown }).reason === 'subscription_closed' ? (e as { data: { closeReason?: unknown } }).data.closeReason : undefined;
+    if (closed !== undefined) return this.closed(String(closed));
     this.write(frame('error', toEnvelope(e).body));
+    this.stop();
+  }
+
+  /** The daemon ended the session's subscription (session/closed): the stream's last frame says why. */
+  private closed(reason: string): void {
+    this.write(frame('closed', { reason, lastSeq: this.lastSent }));
     this.stop();
   }
 

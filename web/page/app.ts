@@ -73,7 +73,7 @@ function setStream(state: StreamState | 'idle', detail?: string): void {
   probe.streamStates.push(detail ? `${state}: ${detail}` : state);
   if (probe.streamStates.length > 100) probe.streamStates.shift();
   $('status').dataset.stream = state;
-  const words: Record<string, string> = { idle: '', connecting: 'connecting…', 'catching-up': 'catching up…', live: 'live', reconnecting: 'reconnecting…' };
+  const words: Record<string, string> = { idle: '', connecting: 'connecting…', 'catching-up': 'catching up…', live: 'live', reconnecting: 'reconnecting…', ended: 'ended' };
   $('status-stream').textContent = `${words[state] ?? state}${detail ? ` (${detail})` : ''}`;
 }
 

@@ -4,7 +4,7 @@
 import type { StreamEventData, StreamEventName } from '../gateway/contract.js';
 import { tabId, type PageEvent } from './api.js';
 
-export type StreamState = 'connecting' | 'catching-up' | 'live' | 'reconnecting';
+export type StreamState = 'connecting' | 'catching-up' | 'live' | 'reconnecting' | 'ended';
 
 export interface StreamHandlers {
   onEvent(e: PageEvent): void;
@@ -28,6 +28,7 @@ const STREAM_EVENTS: Readonly<Record<StreamEventName, true>> = {
   reconnecting: true,
   reconnected: true,
   notice: true,
+  closed: true,
   error: true,
 };
 
@@ -92,6 +93,11 @@ export class SessionStream {
     es.addEventListener('notice', (ev) => {
       this.lastFrameAt = Date.now();
       this.h.onNotice(JSON.parse((ev as MessageEvent).data as string) as StreamNotice);
+    });
+    // The session was deleted or archived: the stream ends for good.
+    es.addEventListener('closed', (ev) => {
+      this.close();
+      this.h.onState('ended', `the session was ${(JSON.parse((ev as MessageEvent).data as string) as Partial<StreamEventData<'closed'>>).reason}`);
     });
     /** A session event (JSON with its seq): once, in seq order. */
     const deliver = (data: string): void => {

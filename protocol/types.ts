@@ -1,5 +1,5 @@
 // Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
-import { type Schema, any, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer } from './schema.js';
+import { type Schema, any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer } from './schema.js';
 
 /** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
 export const timestamp = () => int({ min: 0 });
@@ -65,6 +65,16 @@ export type Session = Infer<typeof sessionSchema>;
 
 const turnId = () => str({ minLength: 1 });
 
+/** What an ACP tool call says of itself (tool.call, tool.updated); every text and diff bounded, cut with a marker. */
+const TOOL_DETAIL = {
+  kind: opt(str()),
+  title: opt(str()),
+  status: opt(str()),
+  locations: opt(arr(obj({ path: str(), line: opt(nullable(int())) }))),
+  /** `text` (type 'text'), a diff (type 'diff': path, oldText — null for a new file —, newText), a terminal (type 'terminal': terminalId). */
+  content: opt(arr(obj({ type: str(), text: opt(str()), path: opt(str()), oldText: opt(nullable(str())), newText: opt(str()), terminalId: opt(str()) }))),
+};
+
 export const EVENT_DATA = {
   'session.created': obj({ title: str(), cwd: str(), engine: str(), approvalPolicy: oneOf(APPROVAL_POLICIES) }),
   'session.updated': obj({ title: opt(str()), state: opt(oneOf(SESSION_STATES)) }),
@@ -77,7 +87,8 @@ export const EVENT_DATA = {
    * since its turn.started or previous message.completed, all of which the subscription delivered.
    */
   'message.completed': obj({ turnId: turnId(), text: str(), finishReason: opt(str()), textFromDeltas: opt(bool()) }),
-  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str() }),
+  /** kind, title, status, locations, content: from an ACP agent's tool call (the acp engine; docs/engines.md). */
+  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str(), ...TOOL_DETAIL }),
   'tool.result': obj({ turnId: turnId(), callId: str({ minLength: 1 }), status: oneOf(TOOL_RESULT_STATUSES), exitCode: opt(nullable(int())), output: str() }),
   usage: obj({ turnId: turnId(), promptTokens: int({ min: 0 }), completionTokens: int({ min: 0 }) }),
   'command.started': obj({
@@ -119,6 +130,12 @@ export const EVENT_DATA = {
     reason: opt(str()),
   }),
   error: obj({ message: str(), reason: opt(str()), turnId: opt(str()), code: opt(str()), retryable: opt(bool()) }),
+  // The acp engine's (docs/engines.md, `acp`): an agent's thoughts, plan, tool call updates, its ACP session, and updates of kinds Astra does not map.
+  'thought.delta': obj({ turnId: turnId(), text: str() }),
+  'plan.updated': obj({ turnId: turnId(), entries: arr(obj({ content: str(), priority: str(), status: str() })) }),
+  'tool.updated': obj({ turnId: turnId(), callId: str({ minLength: 1 }), ...TOOL_DETAIL }),
+  'acp.session': obj({ turnId: opt(str()), acpSessionId: str(), agent: str(), how: oneOf(['new', 'loaded'] as const), note: opt(str()) }),
+  'acp.update': obj({ turnId: opt(str()), kind: str(), update: any() }),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA;

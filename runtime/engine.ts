@@ -13,7 +13,7 @@ export type RuntimeEventType = (typeof RUNTIME_EVENT_TYPES)[number];
 /** What an engine may emit: every event type but the runtime's own. */
 export type EngineEventType = Exclude<EventType, RuntimeEventType>;
 export const ENGINE_EVENT_TYPES: readonly EngineEventType[] = (
-  ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'command.started', 'command.output', 'command.completed', 'error'] as const
+  ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'command.started', 'command.output', 'command.completed', 'error', 'thought.delta', 'plan.updated', 'tool.updated', 'acp.session', 'acp.update'] as const
 ) satisfies readonly EngineEventType[];
 // Fails to compile when protocol/ gains an event type that is in neither list.
 const EVERY_TYPE_LISTED: Record<EventType, true> = Object.fromEntries([...RUNTIME_EVENT_TYPES, ...ENGINE_EVENT_TYPES].map((t) => [t, true])) as { [K in RuntimeEventType | (typeof ENGINE_EVENT_TYPES)[number]]: true };
@@ -82,7 +82,8 @@ export interface CommandTerminal {
 }
 
 export interface EngineResult {
-  status: 'completed' | 'failed' | 'cancelled';
+  /** 'interrupted': what the turn ran on died under it (an agent process), not a fault of the turn's own. */
+  status: 'completed' | 'failed' | 'cancelled' | 'interrupted';
   exitCode?: number | null;
   error?: string;
   /** turn.completed's `reason`: why a turn ended without a cancel or a failure (its command denied). */
@@ -114,6 +115,13 @@ export interface Engine {
    * options: a non-empty engineOptions is refused.
    */
   parseOptions?(raw: Record<string, unknown> | undefined): object;
+  /**
+   * Called at session/create after parseOptions and before anything of the session is journaled:
+   * starts and checks what the engine needs (an agent process) so that a create that cannot work
+   * fails at once, with a typed AstraError. Returns the options to keep instead of parseOptions'
+   * (what it learned, e.g. an agent's own session id). Absent: nothing is done at create.
+   */
+  prepare?(options: object | undefined, session: { cwd: string }): Promise<object | undefined>;
 }
 
 export interface ApprovalRequest {

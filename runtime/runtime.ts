@@ -142,7 +142,9 @@ export class Runtime {
       isDir = false;
     }
     if (!isDir) throw new AstraError('invalid_params', `The workspace ${cwd} is not a directory; create it first or pass another cwd.`, { cwd });
-    const engineOptions = this.engineOptionsFor(engine, p.engineOptions ?? undefined);
+    const parsed = this.engineOptionsFor(engine, p.engineOptions ?? undefined);
+    const prepare = this.engineOf(engine)!.prepare;
+    const engineOptions = prepare ? await prepare.call(this.engineOf(engine), parsed, { cwd }) : parsed;
     const params = {
       title: p.title ?? '',
       cwd,

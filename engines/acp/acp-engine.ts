@@ -9,7 +9,7 @@ import { AstraError } from '../../protocol/index.js';
 import type { Engine, EngineContext, EngineEventType, EngineResult } from '../../runtime/index.js';
 import { AgentExited, AgentLink } from './agent-link.js';
 import { ACP_CONFIG_DEFAULTS, parseAcpOptions, storedAcpOptions, type AcpEngineConfig, type AcpSessionOptions } from './options.js';
-import { chooseOption, permissionText, TurnMapper, type Emit } from './update-map.js';
+import { chooseOption, cutText, permissionText, TurnMapper, type Emit } from './update-map.js';
 
 export const ACP_EVENT_TYPES = ['message.delta', 'message.completed', 'thought.delta', 'plan.updated', 'tool.call', 'tool.updated', 'acp.session', 'acp.update', 'error'] as const satisfies readonly EngineEventType[];
 
@@ -84,9 +84,18 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
       link = await connect(ctx, opts);
       links.set(ctx.sessionId, link);
     }
-    const emit: Emit = (type, data) => void ctx.emit(type, data);
+    const emit: Emit = (type, data) => ctx.emit(type, data);
     const mapper = new TurnMapper(ctx.turnId, emit, { text: cfg.maxTextChars, opaque: cfg.maxOpaqueChars });
-    link.turn = { update: (u) => mapper.update(u), requestPermission: (p) => permission(ctx, p) };
+    let writes = 0;
+    link.turn = {
+      update: (u) => (mapper.update(u) ? undefined : ctx.drained()),
+      requestPermission: (p) => permission(ctx, p),
+      wrote: (file, oldText, newText) => {
+        const max = cfg.maxTextChars;
+        const diff = { type: 'diff', path: file, oldText: oldText === null ? null : cutText(oldText, max), newText: cutText(newText, max) };
+        emit('tool.call', { turnId: ctx.turnId, callId: `astra_fs_write_${++writes}`, name: 'fs/write_text_file', arguments: '', kind: 'edit', title: `Write ${file}`, status: 'completed', locations: [{ path: file }], content: [diff] });
+      },
+    };
     let graceTimer: NodeJS.Timeout | undefined;
     const unanswered = new Promise<never>((_, reject) => {
       const onAbort = () => {

@@ -1,17 +1,21 @@
 // One ACP agent process and the SDK's client connection to it over its stdio: spawn in the session's
-// cwd, `initialize` (advertising no client capability: Astra serves neither fs nor terminals to an
-// agent yet), `session/new` or `session/load`, requests bounded by a timeout and by the process
+// cwd, `initialize` (advertising what Astra serves: fs read and write, confined to the cwd — agent-fs.ts;
+// no terminal), `session/new` or `session/load`, requests bounded by a timeout and by the process
 // exiting. The agent's `session/update`s and `session/request_permission`s go to whoever holds the
 // link's `turn` (the running turn); the updates `session/load` replays go nowhere.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { AstraError } from '../../protocol/index.js';
+import { readTextFile, writeTextFile } from './agent-fs.js';
 import { agentLabel, findProgram, type AcpEngineConfig, type AcpSessionOptions } from './options.js';
 
 /** What the running turn gives the link: where updates and permission requests go. */
 export interface LinkTurn {
-  update(u: unknown): void;
+  /** May return a promise (the journal is behind): the next message from the agent waits for it. */
+  update(u: unknown): void | Promise<void>;
+  /** The agent wrote `path` through fs/write_text_file: journal it as a diff. */
+  wrote(path: string, oldText: string | null, newText: string): void;
   requestPermission(params: acp.RequestPermissionRequest): Promise<acp.RequestPermissionResponse>;
 }
 
@@ -59,7 +63,17 @@ export class AgentLink {
     const app = acp.client({ name: 'astra' })
       .onNotification(RAW_UPDATE, (p: unknown) => p, ({ params }) => {
         const p = params as { update?: unknown } | undefined;
-        this.turn?.update(p?.update);
+        return this.turn?.update(p?.update);
+      })
+      .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+        this.duringTurn('fs/read_text_file');
+        return readTextFile(cwd, params);
+      })
+      .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+        const turn = this.duringTurn('fs/write_text_file');
+        const { oldText } = writeTextFile(cwd, params);
+        turn.wrote(params.path, oldText, params.content);
+        return {};
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.turn?.requestPermission(params) ?? { outcome: { outcome: 'cancelled' } });
     this.conn = app.connect(stream);
@@ -70,7 +84,7 @@ export class AgentLink {
     const link = new AgentLink(opts, cwd, cfg);
     try {
       const init = await link.call('initialize', () =>
-        link.conn.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'astra', version: '1' } }),
+        link.conn.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } }, clientInfo: { name: 'astra', version: '1' } }),
       );
       if (init.protocolVersion !== acp.PROTOCOL_VERSION)
         throw link.failure(`answered initialize with protocol version ${JSON.stringify(init.protocolVersion)}; Astra speaks ACP version ${acp.PROTOCOL_VERSION}`);
@@ -80,6 +94,12 @@ export class AgentLink {
       link.kill();
       throw e;
     }
+  }
+
+  /** The running turn; the agent hears an error when none is (its files are served only while a prompt runs). */
+  private duringTurn(what: string): LinkTurn {
+    if (!this.turn) throw acp.RequestError.invalidRequest(undefined, `${what} is served only while a prompt runs`);
+    return this.turn;
   }
 
   /** A new ACP session in `cwd`. */

@@ -6,7 +6,8 @@
 import { checkPlainValue, type EventData } from '../../protocol/index.js';
 import type { EngineEventType } from '../../runtime/index.js';
 
-export type Emit = <T extends EngineEventType>(type: T, data: EventData<T>) => void;
+/** Appends an event; false when the journal is behind (the caller may wait for it to drain). */
+export type Emit = <T extends EngineEventType>(type: T, data: EventData<T>) => boolean;
 
 /** `text` cut to `max` characters with a marker saying how much was left out. */
 export function cutText(text: string, max: number): string {
@@ -81,11 +82,25 @@ export class TurnMapper {
 
   constructor(
     private readonly turnId: string,
-    private readonly emit: Emit,
+    private readonly out: Emit,
     private readonly max: { text: number; opaque: number },
   ) {}
 
-  update(raw: unknown): void {
+  private behind = false;
+  private emit: Emit = (type, data) => {
+    const ok = this.out(type, data);
+    if (!ok) this.behind = true;
+    return ok;
+  };
+
+  /** Maps one update; false when the journal fell behind meanwhile (wait for it before reading more). */
+  update(raw: unknown): boolean {
+    this.behind = false;
+    this.map(raw);
+    return !this.behind;
+  }
+
+  private map(raw: unknown): void {
     const u = isObj(raw) ? raw : undefined;
     const kind = u ? optStr(u.sessionUpdate) : undefined;
     const turnId = this.turnId;

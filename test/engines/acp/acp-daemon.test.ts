@@ -1,10 +1,11 @@
 // The acp engine end to end: the real daemon (dist/) in its own ASTRA_HOME, real client processes,
 // and a small fake ACP agent of our own (fixtures/fake-agent.mjs, on the SDK's agent side) that the
 // daemon spawns per session.
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../../helpers/driver.js';
-import { cleanupHome, envFor, makeHome, ROOT, runCli } from '../../helpers/processes.js';
+import { cleanupHome, envFor, makeHome, ROOT, runCli, tempDir } from '../../helpers/processes.js';
 
 const AGENT = path.join(ROOT, 'test', 'engines', 'acp', 'fixtures', 'fake-agent.mjs');
 const agentOptions = (env: Record<string, string> = {}) => ({ command: process.execPath, args: [AGENT], env });
@@ -108,6 +109,27 @@ describe('the acp engine through the daemon', () => {
     ctl.send({ op: 'answer', approvalId: ask2.approvalRequest.approvalId, decision: 'deny' });
     await turnEnd(obs, t2.turnId);
     expect(ofType(obs.events(sessionId), 'message.completed').map((e) => e.data.text)).toEqual(['chose once', 'chose no']);
+  });
+
+  it('serves the agent files inside the session\'s directory only; a write is journaled as a diff', async () => {
+    const { driver } = await setup();
+    const ctl = await driver('controller');
+    const dir = fs.realpathSync(tempDir());
+    const work = path.join(dir, 'work');
+    fs.mkdirSync(work);
+    fs.writeFileSync(path.join(work, 'a.txt'), 'hello\n');
+    const { session } = await ctl.call('session/create', { engine: 'acp', cwd: work, engineOptions: agentOptions() }, 30_000);
+    const sessionId = session.id as string;
+    await ctl.call('session/subscribe', { sessionId, sinceSeq: 0 });
+    const { turnId } = await startTurn(ctl, sessionId, `files ${work}`);
+    expect((await turnEnd(ctl, turnId)).params.data.status).toBe('completed');
+    expect(fs.readFileSync(path.join(work, 'a.txt'), 'utf8')).toBe('HELLO\n');
+    expect(fs.existsSync(path.join(dir, 'escaped.txt'))).toBe(false);
+    const events = ctl.events(sessionId);
+    const said = ofType(events, 'message.completed')[0]!.data.text as string;
+    expect(said).toMatch(/^read "hello\\n"; outside refused: .*outside the session's directory/);
+    expect(ofType(events, 'tool.call')[0]!.data).toMatchObject({ name: 'fs/write_text_file', kind: 'edit', status: 'completed', content: [{ type: 'diff', path: path.join(work, 'a.txt'), oldText: 'hello\n', newText: 'HELLO\n' }] });
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('a turn cancelled while a permission waits answers ACP cancelled and ends cancelled', async () => {

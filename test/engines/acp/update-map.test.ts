@@ -6,7 +6,7 @@ import { AstraError, sessionEventSchema } from '../../../protocol/index.js';
 
 function mapper(max = { text: 1000, opaque: 1000 }) {
   const out: { type: string; data: Record<string, unknown> }[] = [];
-  const m = new TurnMapper('turn_1', (type, data) => void out.push({ type, data: data as Record<string, unknown> }), max);
+  const m = new TurnMapper('turn_1', (type, data) => out.push({ type, data: data as Record<string, unknown> }) > 0, max);
   return { m, out };
 }
 const text = (t: string) => ({ type: 'text', text: t });

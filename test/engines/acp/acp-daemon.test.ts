@@ -35,8 +35,8 @@ const ofType = (events: Line[], type: string) => events.filter((e) => e.type ===
 const turnEnd = (d: Driver, turnId: string) => d.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed' && l.params.data.turnId === turnId, 20_000);
 
 let keys = 0;
-async function startTurn(d: Driver, sessionId: string, text: string) {
-  const lease = await d.call('lease/acquire', { sessionId });
+async function startTurn(d: Driver, sessionId: string, text: string, takeover = false) {
+  const lease = await d.call('lease/acquire', { sessionId, ...(takeover ? { takeover: true } : {}) });
   const { turnId } = await d.call('turn/start', { sessionId, epoch: lease.epoch, input: { text }, idempotencyKey: `k${keys++}` });
   return { turnId: turnId as string, epoch: lease.epoch as number };
 }
@@ -184,6 +184,28 @@ describe('the acp engine through the daemon', () => {
     const sessions = ofType(ctl.events(sessionId), 'acp.session');
     expect(sessions.map((e) => e.data.how)).toEqual(['new', 'new']);
     expect(sessions[1]!.data.note).toContain('does not advertise loadSession');
+  });
+
+  it('the daemon killed mid-answer: the turn is interrupted with what streamed kept, and the next turn loads the ACP session again', async () => {
+    const { env, driver } = await setup();
+    const ctl = await driver('controller');
+    const sessionId = await createSession(ctl);
+    await ctl.call('session/subscribe', { sessionId, sinceSeq: 0 });
+    const a = await startTurn(ctl, sessionId, 'hang');
+    await ctl.next((l) => l.note === 'session/event' && l.params.type === 'message.delta', 20_000);
+    process.kill(ctl.daemonPid, 'SIGKILL');
+    const r = await runCli(['daemon', 'start'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const again = await driver('again');
+    const { events } = await again.call('session/read', { sessionId, sinceSeq: 0 });
+    expect(events.filter((e: Line) => e.type === 'message.delta').map((e: Line) => e.data.text)).toEqual(['working']);
+    expect(events.find((e: Line) => e.type === 'turn.completed')).toMatchObject({ data: { turnId: a.turnId, status: 'interrupted' } });
+    await again.call('session/subscribe', { sessionId, sinceSeq: events.at(-1).seq });
+    const b = await startTurn(again, sessionId, 'hello', true);
+    expect((await turnEnd(again, b.turnId)).params.data.status).toBe('completed');
+    const sessions = ofType(again.events(sessionId), 'acp.session');
+    expect(sessions.map((e) => e.data.how)).toEqual(['loaded']);
+    expect(ofType(again.events(sessionId), 'message.completed').map((e) => e.data.text)).toEqual(['echo: hello']);
   });
 
   it('a bad command, an agent that exits at start, or a wrong protocol version fails session/create naming the command', async () => {

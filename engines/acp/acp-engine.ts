@@ -79,7 +79,8 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
   async function runTurn(ctx: EngineContext): Promise<EngineResult> {
     const opts = storedAcpOptions(ctx.engineOptions);
     let link = links.get(ctx.sessionId);
-    if (!link || link.exit) {
+    if (!link || link.broken) {
+      link?.kill();
       links.delete(ctx.sessionId);
       link = await connect(ctx, opts);
       links.set(ctx.sessionId, link);
@@ -124,6 +125,10 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
       if (e instanceof AgentExited) {
         links.delete(ctx.sessionId);
         return { status: 'interrupted', exitCode: e.exit.code, error: e.message };
+      }
+      if (link.broken) {
+        links.delete(ctx.sessionId);
+        link.kill();
       }
       if (ctx.signal.aborted) return { status: 'cancelled' };
       return { status: 'failed', error: `the agent ${link.label} failed the prompt: ${(e as Error).message}` };

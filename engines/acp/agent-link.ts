@@ -62,8 +62,9 @@ export class AgentLink {
     const stream = { writable: wire.writable, readable: wire.readable.pipeThrough(new TransformStream<acp.AnyMessage, acp.AnyMessage>({ transform: (m, c) => c.enqueue(renameUpdate(m)) })) };
     const app = acp.client({ name: 'astra' })
       .onNotification(RAW_UPDATE, (p: unknown) => p, ({ params }) => {
+        // A notification without an update is kept whole (as a malformed update).
         const p = params as { update?: unknown } | undefined;
-        return this.turn?.update(p?.update);
+        return this.turn?.update(p !== null && typeof p === 'object' && 'update' in p ? p.update : params);
       })
       .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
         this.duringTurn('fs/read_text_file');
@@ -135,6 +136,11 @@ export class AgentLink {
       throw new AgentExited(x, this.stderrTail());
     });
     return Promise.race([req, exited]);
+  }
+
+  /** The agent exited or its connection closed: the next turn needs a new one. */
+  get broken(): boolean {
+    return this.exit !== undefined || this.conn.signal.aborted;
   }
 
   cancel(): void {

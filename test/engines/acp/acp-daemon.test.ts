@@ -88,6 +88,18 @@ describe('the acp engine through the daemon', () => {
     expect(ofType(events, 'message.completed')[0]!.data.text).toBe('done');
   });
 
+  it('keeps a malformed update and reads on past a line that is not JSON', async () => {
+    const { driver } = await setup();
+    const ctl = await driver('controller');
+    const sessionId = await createSession(ctl);
+    await ctl.call('session/subscribe', { sessionId, sinceSeq: 0 });
+    const { turnId } = await startTurn(ctl, sessionId, 'garbage');
+    expect((await turnEnd(ctl, turnId)).params.data.status).toBe('completed');
+    const events = ctl.events(sessionId);
+    expect(ofType(events, 'acp.update').map((e) => e.data)).toEqual([{ turnId, kind: 'malformed', update: [1, 2] }]);
+    expect(ofType(events, 'message.completed')[0]!.data.text).toBe('after garbage');
+  });
+
   it('routes a permission to the controller; an observer cannot answer; approve picks the first allow option', async () => {
     const { driver } = await setup();
     const [ctl, obs] = await Promise.all([driver('controller'), driver('observer')]);

@@ -22,6 +22,19 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
   const links = new Map<string, AgentLink>();
   /** Agents started at session/create, by ACP session id, until the session's first turn takes one. */
   const handoff = new Map<string, { link: AgentLink; timer: NodeJS.Timeout }>();
+  /** The timers that stop an idle session's agent. */
+  const idle = new Map<string, NodeJS.Timeout>();
+
+  /** Stops a session's agent after idleAgentMs without a turn (the next turn starts it again and loads its session). */
+  function stopWhenIdle(sessionId: string, link: AgentLink): void {
+    const timer = setTimeout(() => {
+      idle.delete(sessionId);
+      if (links.get(sessionId) === link) links.delete(sessionId);
+      link.kill();
+    }, cfg.idleAgentMs);
+    timer.unref();
+    idle.set(sessionId, timer);
+  }
 
   async function connect(ctx: EngineContext, opts: AcpSessionOptions): Promise<AgentLink> {
     const kept = opts.acpSessionId !== undefined ? handoff.get(opts.acpSessionId) : undefined;
@@ -52,7 +65,7 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
       }
       const id = await link.newSession(ctx.cwd);
       const data: { turnId: string; acpSessionId: string; agent: string; how: 'new'; note?: string } = { turnId: ctx.turnId, acpSessionId: id, agent: link.label, how: 'new' };
-      if (prev !== undefined) data.note = `the agent cannot load ACP session ${prev} (it does not advertise loadSession); a new ACP session started without the earlier context`;
+      if (last !== undefined) data.note = `the agent cannot load ACP session ${prev} (it does not advertise loadSession); a new ACP session started without the earlier context`;
       ctx.emit('acp.session', data);
       return link;
     } catch (e) {
@@ -78,6 +91,8 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
 
   async function runTurn(ctx: EngineContext): Promise<EngineResult> {
     const opts = storedAcpOptions(ctx.engineOptions);
+    clearTimeout(idle.get(ctx.sessionId));
+    idle.delete(ctx.sessionId);
     let link = links.get(ctx.sessionId);
     if (!link || link.broken) {
       link?.kill();
@@ -85,6 +100,7 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
       link = await connect(ctx, opts);
       links.set(ctx.sessionId, link);
     }
+    if (ctx.signal.aborted) return { status: 'cancelled' };
     const emit: Emit = (type, data) => ctx.emit(type, data);
     const mapper = new TurnMapper(ctx.turnId, emit, { text: cfg.maxTextChars, opaque: cfg.maxOpaqueChars });
     let writes = 0;
@@ -135,6 +151,7 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
     } finally {
       clearTimeout(graceTimer);
       link.turn = undefined;
+      if (links.get(ctx.sessionId) === link) stopWhenIdle(ctx.sessionId, link);
     }
   }
 
@@ -155,7 +172,7 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
       const timer = setTimeout(() => {
         handoff.delete(id);
         link.kill();
-      }, cfg.idleHandoffMs);
+      }, cfg.idleAgentMs);
       timer.unref();
       handoff.set(id, { link, timer });
       return { ...opts, acpSessionId: id };
@@ -168,6 +185,8 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
         link.kill();
       }
       handoff.clear();
+      for (const t of idle.values()) clearTimeout(t);
+      idle.clear();
       for (const link of links.values()) link.kill();
       links.clear();
     },

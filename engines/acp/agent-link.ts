@@ -46,7 +46,8 @@ export class AgentLink {
     const env = { ...process.env, ...opts.env };
     const program = findProgram(opts.command, cwd, env.PATH);
     if (!program) throw new AstraError('invalid_params', `The agent command ${this.label} cannot start: ${opts.command} is not a program on PATH (or a path to one) that can be run.`, { field: 'engineOptions.command', command: opts.command });
-    this.child = spawn(program, opts.args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // Its own process group, so that stopping it stops what it started (tools, servers) too.
+    this.child = spawn(program, opts.args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.exited = new Promise((resolve) => {
       this.child.once('error', (e) => {
         this.stderrLine(`spawn failed: ${e.message}`);
@@ -149,7 +150,12 @@ export class AgentLink {
 
   kill(): void {
     this.conn.close();
-    if (!this.exit) this.child.kill('SIGKILL');
+    if (this.exit || this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, 'SIGKILL');
+    } catch {
+      this.child.kill('SIGKILL');
+    }
   }
 
   stderrTail(): string {

@@ -20,8 +20,8 @@ export interface AcpEngineConfig {
   startTimeoutMs: number;
   /** After `session/cancel`, how long the agent has to end its prompt before the turn is ended anyway (default 10 s). */
   cancelGraceMs: number;
-  /** An agent started at session/create and not claimed by a turn is stopped after this long (default 10 min). */
-  idleHandoffMs: number;
+  /** An agent without a turn this long is stopped (default 30 min): one started at create that no turn took, or one between turns (the next turn starts it again). */
+  idleAgentMs: number;
   /** Characters of one message, thought or tool text, and of each side of a diff (default 1 Mi); past it, cut with a marker. */
   maxTextChars: number;
   /** Characters of an update kept opaque (its JSON; default 256 Ki); past it, kept as a cut JSON text. */
@@ -33,7 +33,7 @@ export interface AcpEngineConfig {
 export const ACP_CONFIG_DEFAULTS: AcpEngineConfig = {
   startTimeoutMs: 60_000,
   cancelGraceMs: 10_000,
-  idleHandoffMs: 10 * 60_000,
+  idleAgentMs: 30 * 60_000,
   maxTextChars: 1024 * 1024,
   maxOpaqueChars: 256 * 1024,
   stderrLines: 20,

@@ -65,6 +65,9 @@ export type Session = Infer<typeof sessionSchema>;
 
 const turnId = () => str({ minLength: 1 });
 
+/** One choice of an approval with options: `kind` `allow_*` approves, `reject_*` denies. */
+export const APPROVAL_OPTION = obj({ optionId: str({ minLength: 1 }), name: str(), kind: str() });
+
 /** What an ACP tool call says of itself (tool.call, tool.updated); every text and diff bounded, cut with a marker. */
 const TOOL_DETAIL = {
   kind: opt(str()),
@@ -107,13 +110,15 @@ export const EVENT_DATA = {
   }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
-  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()) }),
+  /** `options`: the choices an engine offers (an ACP agent's permission options); an answer may name one (approval/answer's optionId). */
+  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()), options: opt(arr(APPROVAL_OPTION)) }),
   'approval.resolved': obj({
     turnId: turnId(),
     approvalId: str(),
     decision: oneOf(DECISIONS),
     by: opt(obj({ clientName: opt(str()), connectionId: opt(str()) })),
     reason: opt(str()),
+    optionId: opt(str()),
   }),
   'lease.changed': obj({
     epoch: epoch(),

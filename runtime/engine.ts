@@ -71,6 +71,19 @@ export interface EngineContext {
    * with AstraError('approval_expired') when nobody answered within the session's approvalTimeoutMs.
    */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;
+  /**
+   * requestApproval with choices: the approval carries `options` and resolves with the decision and
+   * the option the answer named (absent when it named none: the engine picks by the decision).
+   * Optional so that a context made outside the runtime needs none.
+   */
+  requestChoice?(req: { command: string; cwd: string; reason?: string; options: ApprovalOption[] }): Promise<{ decision: 'approve' | 'deny'; optionId?: string }>;
+}
+
+/** One choice an approval offers: `kind` `allow_*` approves, `reject_*` denies. */
+export interface ApprovalOption {
+  optionId: string;
+  name: string;
+  kind: string;
 }
 
 /** What command/input and command/resize reach: the running command's terminal (or pipes). */
@@ -135,4 +148,6 @@ export interface ApprovalRequest {
   revision: number;
   /** ms since the epoch after which it resolves as denied (approval_expired); absent: it waits as long as it takes. */
   expiresAt?: number;
+  /** The choices offered (requestChoice); an answer may name one. */
+  options?: ApprovalOption[];
 }

@@ -365,8 +365,8 @@ export class Runtime {
   }
 
   /** `revision`: the one the answer is for (absent: the current one); an old one or an expired approval is approval_expired. */
-  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }, revision?: number): Promise<void> {
-    return this.approvals.resolve(await this.load(id), approvalId, decision, by, revision);
+  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }, revision?: number, optionId?: string): Promise<void> {
+    return this.approvals.resolve(await this.load(id), approvalId, decision, by, revision, optionId);
   }
 
   // ---- shutdown ----

@@ -119,6 +119,7 @@ export class SessionState {
         const a: ApprovalRequest = { sessionId: m.id, approvalId: d.approvalId, turnId: d.turnId, command: d.command, cwd: d.cwd, revision: d.revision ?? 1 };
         if (d.reason !== undefined && d.reason !== null) a.reason = d.reason;
         if (d.expiresAt !== undefined && d.expiresAt !== null) a.expiresAt = d.expiresAt;
+        if (d.options) a.options = d.options;
         this.approvals.set(a.approvalId, a);
         break;
       }

@@ -9,7 +9,7 @@ import { AstraError } from '../../protocol/index.js';
 import type { Engine, EngineContext, EngineEventType, EngineResult } from '../../runtime/index.js';
 import { AgentExited, AgentLink } from './agent-link.js';
 import { ACP_CONFIG_DEFAULTS, parseAcpOptions, storedAcpOptions, type AcpEngineConfig, type AcpSessionOptions } from './options.js';
-import { chooseOption, cutText, permissionText, TurnMapper, type Emit } from './update-map.js';
+import { approvalOptions, chooseOption, cutText, permissionText, TurnMapper, type Emit } from './update-map.js';
 
 export const ACP_EVENT_TYPES = ['message.delta', 'message.completed', 'thought.delta', 'plan.updated', 'tool.call', 'tool.updated', 'acp.session', 'acp.update', 'error'] as const satisfies readonly EngineEventType[];
 
@@ -76,16 +76,18 @@ export function createAcpEngine(config: Partial<AcpEngineConfig> = {}): Engine &
 
   async function permission(ctx: EngineContext, params: acp.RequestPermissionRequest): Promise<acp.RequestPermissionResponse> {
     const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
-    let decision: 'approve' | 'deny' = 'approve';
+    let answer: { decision: 'approve' | 'deny'; optionId?: string } = { decision: 'approve' };
     if (ctx.approvalPolicy !== 'auto') {
+      const req = { ...permissionText(params, cfg.maxTextChars), cwd: ctx.cwd };
+      const options = approvalOptions(params.options, cfg.maxTextChars);
       try {
-        decision = await ctx.requestApproval({ ...permissionText(params, cfg.maxTextChars), cwd: ctx.cwd });
+        answer = ctx.requestChoice ? await ctx.requestChoice({ ...req, options }) : { decision: await ctx.requestApproval(req) };
       } catch (e) {
-        if (e instanceof AstraError && e.reason === 'approval_expired') decision = 'deny';
+        if (e instanceof AstraError && e.reason === 'approval_expired') answer = { decision: 'deny' };
         else return cancelled;
       }
     }
-    const optionId = chooseOption(params.options ?? [], decision);
+    const optionId = answer.optionId ?? chooseOption(params.options ?? [], answer.decision);
     return optionId === undefined ? cancelled : { outcome: { outcome: 'selected', optionId } };
   }
 

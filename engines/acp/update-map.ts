@@ -166,6 +166,12 @@ export function chooseOption(options: readonly unknown[], decision: 'approve' | 
   return undefined;
 }
 
+/** ACP's permission options as an approval's (each field a bounded string; one without an id left out). */
+export function approvalOptions(options: unknown, max: number): { optionId: string; name: string; kind: string }[] {
+  if (!Array.isArray(options)) return [];
+  return options.filter(isObj).flatMap((o) => (typeof o.optionId === 'string' && o.optionId !== '' ? [{ optionId: o.optionId, name: cutText(optStr(o.name) ?? '', max), kind: optStr(o.kind) ?? '' }] : []));
+}
+
 /** The approval's text for a permission request: the tool call's title, and ACP's options by name. */
 export function permissionText(params: unknown, max: number): { command: string; reason: string } {
   const p = isObj(params) ? params : {};

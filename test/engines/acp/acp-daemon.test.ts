@@ -121,6 +121,24 @@ describe('the acp engine through the daemon', () => {
     ctl.send({ op: 'answer', approvalId: ask2.approvalRequest.approvalId, decision: 'deny' });
     await turnEnd(obs, t2.turnId);
     expect(ofType(obs.events(sessionId), 'message.completed').map((e) => e.data.text)).toEqual(['chose once', 'chose no']);
+
+    // approval/answer may name one of the agent's options; its kind must agree with the decision.
+    const t3 = await startTurn(ctl, sessionId, 'permission');
+    const ask3 = await ctl.next((l) => l.approvalRequest !== undefined && l.approvalRequest.turnId === t3.turnId, 20_000);
+    expect(ask3.approvalRequest.options).toEqual([
+      { optionId: 'once', name: 'Allow once', kind: 'allow_once' },
+      { optionId: 'always', name: 'Always allow', kind: 'allow_always' },
+      { optionId: 'no', name: 'Reject', kind: 'reject_once' },
+    ]);
+    const approvalId = ask3.approvalRequest.approvalId;
+    const wrong = await ctl.callError('approval/answer', { sessionId, epoch: t3.epoch, approvalId, decision: 'deny', optionId: 'always' });
+    expect(wrong).toMatchObject({ reason: 'invalid_params', data: { field: 'optionId' } });
+    const unknown = await ctl.callError('approval/answer', { sessionId, epoch: t3.epoch, approvalId, decision: 'approve', optionId: 'nope' });
+    expect(unknown.message).toContain('once, always, no');
+    await ctl.call('approval/answer', { sessionId, epoch: t3.epoch, approvalId, decision: 'approve', optionId: 'always' });
+    await turnEnd(obs, t3.turnId);
+    expect(ofType(obs.events(sessionId), 'message.completed').map((e) => e.data.text)).toEqual(['chose once', 'chose no', 'chose always']);
+    expect(ofType(obs.events(sessionId), 'approval.resolved').at(-1)!.data).toMatchObject({ decision: 'approve', optionId: 'always' });
   });
 
   it('serves the agent files inside the session\'s directory only; a write is journaled as a diff', async () => {

@@ -142,9 +142,7 @@ export class Runtime {
       isDir = false;
     }
     if (!isDir) throw new AstraError('invalid_params', `The workspace ${cwd} is not a directory; create it first or pass another cwd.`, { cwd });
-    const parsed = this.engineOptionsFor(engine, p.engineOptions ?? undefined);
-    const prepare = this.engineOf(engine)!.prepare;
-    const engineOptions = prepare ? await prepare.call(this.engineOf(engine), parsed, { cwd }) : parsed;
+    const engineOptions = this.engineOptionsFor(engine, p.engineOptions ?? undefined);
     const params = {
       title: p.title ?? '',
       cwd,
@@ -155,10 +153,14 @@ export class Runtime {
       approvalTimeoutMs: p.approvalTimeoutMs ?? undefined,
     } as const;
     const key = p.idempotencyKey;
-    if (key === undefined) return this.doCreate(params, undefined);
+    // The engine's prepare runs only for a create that will happen (not for a key's repeat).
+    const prepare = this.engineOf(engine)!.prepare;
+    const create = async (idem: { key: string; fingerprint: string } | undefined) =>
+      this.doCreate(prepare ? { ...params, engineOptions: await prepare.call(this.engineOf(engine), engineOptions, { cwd }) } : params, idem);
+    if (key === undefined) return create(undefined);
     const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions, approvalTimeoutMs: p.approvalTimeoutMs });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
-    return this.sessions.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
+    return this.sessions.createKeys.run(key, fp, conflict, () => create({ key, fingerprint: fp }), {
       record: (s) => ({ sessionId: s.id }),
       fromDone: async (r) => (await this.load((r as { sessionId: string }).sessionId)).toSession(),
     });

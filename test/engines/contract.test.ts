@@ -205,5 +205,11 @@ describe('an engine that prepares at session/create', () => {
     const refused = await rt.createSession({ cwd: dataDir, engineOptions: { n: 0 } }).catch((e: AstraError) => e);
     expect(refused).toMatchObject({ reason: 'invalid_params', message: 'the thing cannot start', data: { field: 'engineOptions.n' } });
     expect((await rt.listSessions()).sessions.map((x) => x.id)).toEqual([s.id]);
+
+    // A create repeated with its idempotency key answers the first session without preparing again.
+    const keyed = await rt.createSession({ cwd: dataDir, engineOptions: { n: 2 }, idempotencyKey: 'c1' });
+    const again = await rt.createSession({ cwd: dataDir, engineOptions: { n: 2 }, idempotencyKey: 'c1' });
+    expect(again.id).toBe(keyed.id);
+    expect(calls).toHaveLength(3); // n: 4, n: 0, and the keyed one once
   });
 });

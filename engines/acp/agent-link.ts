@@ -57,7 +57,7 @@ export class AgentLink {
     });
     this.child.stderr!.setEncoding('utf8').on('data', (s: string) => this.takeStderr(s));
     this.child.stdin!.on('error', () => {}); // a write after the agent exited: the exit is what is reported
-    const wire = acp.ndJsonStream(Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>);
+    const wire = acp.ndJsonStream(Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>, { maxMessageBytes: cfg.maxMessageBytes });
     // Every session/update is read by Astra (update-map.ts), not checked against the SDK's schema,
     // which refuses an update of a kind it does not know: they arrive under a method of Astra's own.
     const stream = { writable: wire.writable, readable: wire.readable.pipeThrough(new TransformStream<acp.AnyMessage, acp.AnyMessage>({ transform: (m, c) => c.enqueue(renameUpdate(m)) })) };

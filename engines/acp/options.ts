@@ -28,6 +28,8 @@ export interface AcpEngineConfig {
   maxOpaqueChars: number;
   /** The last lines of the agent's stderr quoted in an error (default 20). */
   stderrLines: number;
+  /** The largest message read from the agent (default 128 MiB: a 50 MB diff arrives, then is cut); a larger one ends the connection. */
+  maxMessageBytes: number;
 }
 
 export const ACP_CONFIG_DEFAULTS: AcpEngineConfig = {
@@ -37,6 +39,7 @@ export const ACP_CONFIG_DEFAULTS: AcpEngineConfig = {
   maxTextChars: 1024 * 1024,
   maxOpaqueChars: 256 * 1024,
   stderrLines: 20,
+  maxMessageBytes: 128 * 1024 * 1024,
 };
 
 const ALLOWED = new Set(['command', 'args', 'env']);

@@ -86,6 +86,14 @@ describe('the acp engine through the daemon', () => {
     expect(ofType(events, 'tool.updated')[0]!.data).toMatchObject({ callId: 't1', status: 'completed', content: [{ type: 'diff', path: '/w/a.txt', oldText: 'old', newText: 'xxxxx' }] });
     expect(ofType(events, 'acp.update')[0]!.data).toEqual({ turnId, kind: 'future_update_kind', update: { sessionUpdate: 'future_update_kind', something: { nested: [1, 2] } } });
     expect(ofType(events, 'message.completed')[0]!.data.text).toBe('done');
+
+    // A 40 MB diff arrives and is kept cut to the bound, with a marker.
+    const big = await startTurn(ctl, sessionId, 'rich 40000000');
+    expect((await turnEnd(ctl, big.turnId)).params.data.status).toBe('completed');
+    const updated = ofType(ctl.events(sessionId), 'tool.updated').at(-1)!.data;
+    const newText = updated.content[0].newText as string;
+    expect(newText.length).toBeLessThan(1024 * 1024 + 100);
+    expect(newText.endsWith(`[… cut by Astra: ${40_000_000 - 1024 * 1024} more characters]`)).toBe(true);
   });
 
   it('keeps a malformed update and reads on past a line that is not JSON', async () => {

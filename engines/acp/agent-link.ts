@@ -12,7 +12,7 @@ import { agentLabel, findProgram, type AcpEngineConfig, type AcpSessionOptions }
 
 /** What the running turn gives the link: where updates and permission requests go. */
 export interface LinkTurn {
-  /** May return a promise (the journal is behind): the next message from the agent waits for it. */
+  /** May return a promise (the journal is behind): reading on from the agent waits for it. */
   update(u: unknown): void | Promise<void>;
   /** The agent wrote `path` through fs/write_text_file: journal it as a diff. */
   wrote(path: string, oldText: string | null, newText: string): void;
@@ -35,6 +35,8 @@ export class AgentLink {
   private readonly child: ChildProcess;
   private readonly conn: acp.ClientConnection;
   private stderr: string[] = [];
+  /** Set while the journal is behind: reading the agent's output waits for it. */
+  private gate: Promise<void> | undefined;
   private stderrPartial = '';
 
   private constructor(
@@ -57,7 +59,17 @@ export class AgentLink {
     });
     this.child.stderr!.setEncoding('utf8').on('data', (s: string) => this.takeStderr(s));
     this.child.stdin!.on('error', () => {}); // a write after the agent exited: the exit is what is reported
-    const wire = acp.ndJsonStream(Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>, { maxMessageBytes: cfg.maxMessageBytes });
+    // Backpressure: while the journal is behind (`gate`), the agent's output is not read on, so its
+    // pipe fills and the agent waits (the SDK itself reads on regardless of its handlers).
+    const fromAgent = (Readable.toWeb(this.child.stdout!) as ReadableStream<Uint8Array>).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform: async (chunk, c) => {
+          if (this.gate) await this.gate;
+          c.enqueue(chunk);
+        },
+      }),
+    );
+    const wire = acp.ndJsonStream(Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>, fromAgent, { maxMessageBytes: cfg.maxMessageBytes });
     // Every session/update is read by Astra (update-map.ts), not checked against the SDK's schema,
     // which refuses an update of a kind it does not know: they arrive under a method of Astra's own.
     const stream = { writable: wire.writable, readable: wire.readable.pipeThrough(new TransformStream<acp.AnyMessage, acp.AnyMessage>({ transform: (m, c) => c.enqueue(renameUpdate(m)) })) };
@@ -65,7 +77,15 @@ export class AgentLink {
       .onNotification(RAW_UPDATE, (p: unknown) => p, ({ params }) => {
         // A notification without an update is kept whole (as a malformed update).
         const p = params as { update?: unknown } | undefined;
-        return this.turn?.update(p !== null && typeof p === 'object' && 'update' in p ? p.update : params);
+        const behind = this.turn?.update(p !== null && typeof p === 'object' && 'update' in p ? p.update : params);
+        if (behind) {
+          const gate: Promise<void> = behind
+            .catch(() => {})
+            .then(() => {
+              if (this.gate === gate) this.gate = undefined;
+            });
+          this.gate = gate;
+        }
       })
       .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
         this.duringTurn('fs/read_text_file');

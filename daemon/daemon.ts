@@ -19,7 +19,7 @@ import {
   type AstraPaths,
   type DiscoveryRecord,
 } from '../discovery/index.js';
-import { chatEngineConfig, createChatEngine, createShellEngine, createSyntheticEngine } from '../engines/index.js';
+import { acpEngineConfig, chatEngineConfig, createAcpEngine, createChatEngine, createShellEngine, createSyntheticEngine } from '../engines/index.js';
 import { Runtime, type Engine } from '../runtime/index.js';
 import { resolveConfig, type DaemonConfig, type DaemonOptions } from './config.js';
 import { createHandlers } from './handlers.js';
@@ -68,6 +68,8 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   private readonly exitListeners: ((reason: ShutdownReason) => void)[] = [];
   private readonly onTurnEnded = (): void => this.watchdog.becameIdle();
+  /** The acp engine: its agent processes are stopped at shutdown. */
+  private readonly acp: ReturnType<typeof createAcpEngine>;
 
   constructor(opts: DaemonOptions = {}) {
     const env = opts.env ?? process.env;
@@ -79,7 +81,8 @@ export class Daemon {
     this.cfg = resolveConfig(opts, env);
     // The key is read here, from the daemon's environment, and nowhere else.
     const chat = createChatEngine(chatEngineConfig(env), env);
-    this.engines = { shell: createShellEngine({ terminal: this.cfg.terminal }), synthetic: createSyntheticEngine(), chat, ...(opts.engines ?? {}) };
+    this.acp = createAcpEngine(acpEngineConfig(env));
+    this.engines = { shell: createShellEngine({ terminal: this.cfg.terminal }), synthetic: createSyntheticEngine(), chat, acp: this.acp, ...(opts.engines ?? {}) };
     if (opts.engine) this.engines.custom = opts.engine;
     this.defaultEngine = opts.defaultEngine ?? (opts.engine ? 'custom' : 'shell');
   }
@@ -341,6 +344,7 @@ export class Daemon {
       }
     }
     this.hub?.close(undefined, 'daemon_shutdown');
+    this.acp.close();
     await Promise.all([...this.peers.values()].map((p) => this.closePeer(p)));
     // A replaced daemon leaves the record and socket to the instance that replaced it.
     if (why !== 'replaced') {

@@ -59,7 +59,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
     },
     'session/unarchive': async (p) => ({ session: shown(await rt.unarchiveSession(p.sessionId)) }),
     'approval/answer': async (p, peer) => {
-      await rt.resolveApproval(p.sessionId, p.approvalId, p.decision, { clientName: peer.clientName, connectionId: peer.id }, p.revision ?? undefined);
+      await rt.resolveApproval(p.sessionId, p.approvalId, p.decision, { clientName: peer.clientName, connectionId: peer.id }, p.revision ?? undefined, p.optionId ?? undefined);
       return {};
     },
     'session/delete': async (p) => {

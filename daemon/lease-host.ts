@@ -230,6 +230,7 @@ export class LeaseHost {
     params.revision = a.revision;
     if (a.expiresAt !== undefined) params.expiresAt = a.expiresAt;
     if (a.paramsDigest !== undefined) params.paramsDigest = a.paramsDigest;
+    if (a.options !== undefined) params.options = a.options;
     peer.conn
       .request('approval/request', params, { timeoutMs: 0 })
       .then(async (result) => {
@@ -238,8 +239,8 @@ export class LeaseHost {
         const now = this.leases.view(a.sessionId);
         // An answer from a connection that lost control in the meantime does not count.
         if (now.state !== 'held' || now.holder?.connectionId !== peer.id || now.epoch !== epoch) return;
-        const { decision, revision } = result as ServerResultOf<'approval/request'>;
-        await this.runtime.resolveApproval(a.sessionId, a.approvalId, decision, { clientName: peer.clientName, connectionId: peer.id }, revision ?? undefined);
+        const { decision, revision, optionId } = result as ServerResultOf<'approval/request'>;
+        await this.runtime.resolveApproval(a.sessionId, a.approvalId, decision, { clientName: peer.clientName, connectionId: peer.id }, revision ?? undefined, optionId ?? undefined);
         this.approvalSentTo.delete(a.approvalId);
       })
       .catch((e: unknown) => {

@@ -3,6 +3,7 @@
 import { any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer, type Schema } from './schema.js';
 import { LIMITS } from './version.js';
 import {
+  APPROVAL_OPTION,
   APPROVAL_POLICIES,
   APPROVAL_TIMEOUT_BOUNDS,
   DECISIONS,
@@ -246,6 +247,8 @@ export const METHODS = {
       approvalId: str({ minLength: 1, maxLength: 128 }),
       revision: opt(int({ min: 1 })),
       decision: oneOf(DECISIONS),
+      /** One of the approval's `options`: its kind must agree with `decision`. */
+      optionId: opt(str({ minLength: 1, maxLength: 256 })),
     }),
     result: obj({}),
     policy: WRITE,
@@ -336,9 +339,10 @@ export const SERVER_REQUESTS = {
       revision: opt(int({ min: 1 })),
       expiresAt: opt(timestamp()),
       paramsDigest: opt(str()), // as in approval.requested: command and reason are masked (docs/secrets.md)
+      options: opt(arr(APPROVAL_OPTION)),
     }),
-    /** `revision`: the one answered (an old one is refused with approval_expired); absent means the current one. */
-    result: obj({ decision: oneOf(DECISIONS), revision: opt(int({ min: 1 })) }),
+    /** `revision`: the one answered (an old one is refused with approval_expired); absent means the current one. `optionId`: as approval/answer's. */
+    result: obj({ decision: oneOf(DECISIONS), revision: opt(int({ min: 1 })), optionId: opt(str({ minLength: 1, maxLength: 256 })) }),
     policy: { controller: true, mutates: true, idempotent: true, epoch: false },
   }),
 } as const;

@@ -1,5 +1,5 @@
 // Wire shapes shared by methods, notifications and events, written as schemas (see schema.ts).
-import { type Schema, any, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer } from './schema.js';
+import { type Schema, any, arr, bool, bytes, int, nullable, obj, oneOf, opt, record, str, type Infer } from './schema.js';
 
 /** Milliseconds since the Unix epoch; always a msgpack integer on the wire. */
 export const timestamp = () => int({ min: 0 });
@@ -65,6 +65,19 @@ export type Session = Infer<typeof sessionSchema>;
 
 const turnId = () => str({ minLength: 1 });
 
+/** One choice of an approval with options: `kind` `allow_*` approves, `reject_*` denies. */
+export const APPROVAL_OPTION = obj({ optionId: str({ minLength: 1 }), name: str(), kind: str() });
+
+/** What an ACP tool call says of itself (tool.call, tool.updated); every text and diff bounded, cut with a marker. */
+const TOOL_DETAIL = {
+  kind: opt(str()),
+  title: opt(str()),
+  status: opt(str()),
+  locations: opt(arr(obj({ path: str(), line: opt(nullable(int())) }))),
+  /** `text` (type 'text'), a diff (type 'diff': path, oldText — null for a new file —, newText), a terminal (type 'terminal': terminalId). */
+  content: opt(arr(obj({ type: str(), text: opt(str()), path: opt(str()), oldText: opt(nullable(str())), newText: opt(str()), terminalId: opt(str()) }))),
+};
+
 export const EVENT_DATA = {
   'session.created': obj({ title: str(), cwd: str(), engine: str(), approvalPolicy: oneOf(APPROVAL_POLICIES) }),
   'session.updated': obj({ title: opt(str()), state: opt(oneOf(SESSION_STATES)) }),
@@ -77,8 +90,8 @@ export const EVENT_DATA = {
    * since its turn.started or previous message.completed, all of which the subscription delivered.
    */
   'message.completed': obj({ turnId: turnId(), text: str(), finishReason: opt(str()), textFromDeltas: opt(bool()) }),
-  /** `arguments` with secrets masked; `argsDigest`: sha-256 (hex) of the real arguments' canonical JSON (docs/secrets.md). */
-  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str(), argsDigest: opt(str()) }),
+  /** `arguments` with secrets masked; `argsDigest`: sha-256 (hex) of the real arguments' canonical JSON (docs/secrets.md); kind, title, status, locations, content: from an ACP agent's tool call (the acp engine; docs/engines.md). */
+  'tool.call': obj({ turnId: turnId(), callId: str({ minLength: 1 }), name: str(), arguments: str(), argsDigest: opt(str()), ...TOOL_DETAIL }),
   'tool.result': obj({ turnId: turnId(), callId: str({ minLength: 1 }), status: oneOf(TOOL_RESULT_STATUSES), exitCode: opt(nullable(int())), output: str() }),
   usage: obj({ turnId: turnId(), promptTokens: int({ min: 0 }), completionTokens: int({ min: 0 }) }),
   'command.started': obj({
@@ -99,14 +112,15 @@ export const EVENT_DATA = {
   }),
   'command.output': obj({ turnId: turnId(), stream: oneOf(['stdout', 'stderr'] as const), data: bytes() }),
   'command.completed': obj({ turnId: turnId(), exitCode: nullable(int()), signal: nullable(str()) }),
-  /** `command` and `reason` with secrets masked; `paramsDigest`: sha-256 (hex) of the canonical JSON of the real {command, cwd, reason} (docs/secrets.md). */
-  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()), paramsDigest: opt(str()) }),
+  /** `command` and `reason` with secrets masked; `paramsDigest`: sha-256 (hex) of the canonical JSON of the real {command, cwd, reason} (docs/secrets.md); `options`: the choices an engine offers (an ACP agent's permission options); an answer may name one (approval/answer's optionId). */
+  'approval.requested': obj({ turnId: turnId(), approvalId: str(), command: str(), cwd: str(), reason: opt(str()), revision: opt(int({ min: 1 })), expiresAt: opt(timestamp()), paramsDigest: opt(str()), options: opt(arr(APPROVAL_OPTION)) }),
   'approval.resolved': obj({
     turnId: turnId(),
     approvalId: str(),
     decision: oneOf(DECISIONS),
     by: opt(obj({ clientName: opt(str()), connectionId: opt(str()) })),
     reason: opt(str()),
+    optionId: opt(str()),
   }),
   'lease.changed': obj({
     epoch: epoch(),
@@ -123,6 +137,12 @@ export const EVENT_DATA = {
     reason: opt(str()),
   }),
   error: obj({ message: str(), reason: opt(str()), turnId: opt(str()), code: opt(str()), retryable: opt(bool()) }),
+  // The acp engine's (docs/engines.md, `acp`): an agent's thoughts, plan, tool call updates, its ACP session, and updates of kinds Astra does not map.
+  'thought.delta': obj({ turnId: turnId(), text: str() }),
+  'plan.updated': obj({ turnId: turnId(), entries: arr(obj({ content: str(), priority: str(), status: str() })) }),
+  'tool.updated': obj({ turnId: turnId(), callId: str({ minLength: 1 }), ...TOOL_DETAIL }),
+  'acp.session': obj({ turnId: opt(str()), acpSessionId: str(), agent: str(), how: oneOf(['new', 'loaded'] as const), note: opt(str()) }),
+  'acp.update': obj({ turnId: opt(str()), kind: str(), update: any() }),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA;

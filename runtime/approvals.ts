@@ -8,11 +8,13 @@
 // the expiry, is refused with approval_expired.
 import type { EventData } from '../protocol/index.js';
 import { AstraError } from '../protocol/index.js';
-import type { ApprovalRequest } from './engine.js';
+import type { ApprovalOption, ApprovalRequest } from './engine.js';
 import { newId } from './ids.js';
 import type { SessionHost } from './session-host.js';
 
 type Decision = 'approve' | 'deny';
+/** What the engine's wait resolves with: the decision and the option the answer named. */
+type Answer = { decision: Decision; optionId?: string };
 
 /** How a pending approval was settled: answered (by connectionId, when a client), expired, or cancelled with its turn. */
 export interface ApprovalSettled {
@@ -28,7 +30,7 @@ const EXPIRED_REMEMBERED = 1000;
 
 export class Approvals {
   /** Engines waiting for a decision, by approvalId (ids are unique across sessions). */
-  private readonly waiting = new Map<string, { resolve(d: Decision): void; reject(e: Error): void; timer?: NodeJS.Timeout }>();
+  private readonly waiting = new Map<string, { resolve(d: Answer): void; reject(e: Error): void; timer?: NodeJS.Timeout }>();
   private readonly expired = new Set<string>();
 
   constructor(
@@ -46,16 +48,17 @@ export class Approvals {
   }
 
   /** An engine's request: journaled and published first, so observers see it before the host asks anyone. */
-  request(host: SessionHost, turnId: string, signal: AbortSignal, req: { command: string; cwd: string; reason?: string }): Promise<Decision> {
+  request(host: SessionHost, turnId: string, signal: AbortSignal, req: { command: string; cwd: string; reason?: string; options?: ApprovalOption[] }): Promise<Answer> {
     if (signal.aborted) return Promise.reject(new DOMException('The turn was cancelled.', 'AbortError'));
     const approvalId = newId('apr');
     const timeout = this.timeoutOf(host);
-    return new Promise<Decision>((resolve, reject) => {
-      const w: { resolve(d: Decision): void; reject(e: Error): void; timer?: NodeJS.Timeout } = { resolve, reject };
+    return new Promise<Answer>((resolve, reject) => {
+      const w: { resolve(d: Answer): void; reject(e: Error): void; timer?: NodeJS.Timeout } = { resolve, reject };
       this.waiting.set(approvalId, w);
       signal.addEventListener('abort', () => this.withdraw(host, approvalId, 'the turn was cancelled'), { once: true });
       const data: EventData<'approval.requested'> = { turnId, approvalId, command: req.command, cwd: req.cwd, revision: 1 };
       if (req.reason !== undefined) data.reason = req.reason;
+      if (req.options !== undefined) data.options = req.options.map((o) => ({ optionId: o.optionId, name: o.name, kind: o.kind }));
       if (timeout.ms > 0) {
         data.expiresAt = Math.floor(this.now()) + timeout.ms;
         w.timer = setTimeout(() => this.expire(host, approvalId, timeout), timeout.ms);
@@ -110,7 +113,7 @@ export class Approvals {
     return host ? [...host.state.approvals.values()].map((a) => ({ ...a })) : [];
   }
 
-  async resolve(host: SessionHost, approvalId: string, decision: Decision, by?: { clientName?: string; connectionId?: string }, revision?: number): Promise<void> {
+  async resolve(host: SessionHost, approvalId: string, decision: Decision, by?: { clientName?: string; connectionId?: string }, revision?: number, optionId?: string): Promise<void> {
     const a = host.state.approvals.get(approvalId);
     if (!a) {
       if (this.expired.has(approvalId))
@@ -123,8 +126,15 @@ export class Approvals {
       this.expire(host, approvalId, this.timeoutOf(host));
       throw new AstraError('approval_expired', `Approval ${approvalId} expired before this answer came and was denied.`, { sessionId: host.id, approvalId });
     }
+    if (optionId !== undefined) {
+      const o = a.options?.find((x) => x.optionId === optionId);
+      if (!o) throw new AstraError('invalid_params', `Approval ${approvalId} has no option ${optionId}${a.options ? `; its options: ${a.options.map((x) => x.optionId).join(', ')}` : ''}.`, { field: 'optionId', approvalId });
+      if (o.kind.startsWith(decision === 'approve' ? 'reject_' : 'allow_'))
+        throw new AstraError('invalid_params', `Option ${optionId} (${o.kind}) does not ${decision}; send the decision it makes.`, { field: 'optionId', approvalId });
+    }
     host.checkWritable();
     const data: EventData<'approval.resolved'> = { turnId: a.turnId, approvalId, decision };
+    if (optionId !== undefined) data.optionId = optionId;
     if (by) {
       const b: { clientName?: string; connectionId?: string } = {};
       if (by.clientName !== undefined) b.clientName = by.clientName;
@@ -138,7 +148,7 @@ export class Approvals {
       await host.sync();
     } finally {
       // The decision is appended (and written once the disk allows): the engine acts on it either way.
-      w?.resolve(decision);
+      w?.resolve(optionId === undefined ? { decision } : { decision, optionId });
     }
   }
 }

@@ -13,7 +13,7 @@ export type RuntimeEventType = (typeof RUNTIME_EVENT_TYPES)[number];
 /** What an engine may emit: every event type but the runtime's own. */
 export type EngineEventType = Exclude<EventType, RuntimeEventType>;
 export const ENGINE_EVENT_TYPES: readonly EngineEventType[] = (
-  ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'command.started', 'command.output', 'command.completed', 'error'] as const
+  ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'command.started', 'command.output', 'command.completed', 'error', 'thought.delta', 'plan.updated', 'tool.updated', 'acp.session', 'acp.update'] as const
 ) satisfies readonly EngineEventType[];
 // Fails to compile when protocol/ gains an event type that is in neither list.
 const EVERY_TYPE_LISTED: Record<EventType, true> = Object.fromEntries([...RUNTIME_EVENT_TYPES, ...ENGINE_EVENT_TYPES].map((t) => [t, true])) as { [K in RuntimeEventType | (typeof ENGINE_EVENT_TYPES)[number]]: true };
@@ -77,6 +77,19 @@ export interface EngineContext {
    * with AstraError('approval_expired') when nobody answered within the session's approvalTimeoutMs.
    */
   requestApproval(req: { command: string; cwd: string; reason?: string }): Promise<'approve' | 'deny'>;
+  /**
+   * requestApproval with choices: the approval carries `options` and resolves with the decision and
+   * the option the answer named (absent when it named none: the engine picks by the decision).
+   * Optional so that a context made outside the runtime needs none.
+   */
+  requestChoice?(req: { command: string; cwd: string; reason?: string; options: ApprovalOption[] }): Promise<{ decision: 'approve' | 'deny'; optionId?: string }>;
+}
+
+/** One choice an approval offers: `kind` `allow_*` approves, `reject_*` denies. */
+export interface ApprovalOption {
+  optionId: string;
+  name: string;
+  kind: string;
 }
 
 /** What command/input and command/resize reach: the running command's terminal (or pipes). */
@@ -88,7 +101,8 @@ export interface CommandTerminal {
 }
 
 export interface EngineResult {
-  status: 'completed' | 'failed' | 'cancelled';
+  /** 'interrupted': what the turn ran on died under it (an agent process), not a fault of the turn's own. */
+  status: 'completed' | 'failed' | 'cancelled' | 'interrupted';
   exitCode?: number | null;
   error?: string;
   /** turn.completed's `reason`: why a turn ended without a cancel or a failure (its command denied). */
@@ -120,6 +134,13 @@ export interface Engine {
    * options: a non-empty engineOptions is refused.
    */
   parseOptions?(raw: Record<string, unknown> | undefined): object;
+  /**
+   * Called at session/create after parseOptions and before anything of the session is journaled:
+   * starts and checks what the engine needs (an agent process) so that a create that cannot work
+   * fails at once, with a typed AstraError. Returns the options to keep instead of parseOptions'
+   * (what it learned, e.g. an agent's own session id). Absent: nothing is done at create.
+   */
+  prepare?(options: object | undefined, session: { cwd: string }): Promise<object | undefined>;
 }
 
 export interface ApprovalRequest {
@@ -135,4 +156,6 @@ export interface ApprovalRequest {
   expiresAt?: number;
   /** sha-256 of the real {command, cwd, reason} (runtime/secrets.ts); command and reason are masked. */
   paramsDigest?: string;
+  /** The choices offered (requestChoice); an answer may name one. */
+  options?: ApprovalOption[];
 }

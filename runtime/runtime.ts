@@ -155,10 +155,14 @@ export class Runtime {
       approvalTimeoutMs: p.approvalTimeoutMs ?? undefined,
     } as const;
     const key = p.idempotencyKey;
-    if (key === undefined) return this.doCreate(params, undefined);
+    // The engine's prepare runs only for a create that will happen (not for a key's repeat).
+    const prepare = this.engineOf(engine)!.prepare;
+    const create = async (idem: { key: string; fingerprint: string } | undefined) =>
+      this.doCreate(prepare ? { ...params, engineOptions: await prepare.call(this.engineOf(engine), engineOptions, { cwd }) } : params, idem);
+    if (key === undefined) return create(undefined);
     const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions, approvalTimeoutMs: p.approvalTimeoutMs });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });
-    return this.sessions.createKeys.run(key, fp, conflict, () => this.doCreate(params, { key, fingerprint: fp }), {
+    return this.sessions.createKeys.run(key, fp, conflict, () => create({ key, fingerprint: fp }), {
       record: (s) => ({ sessionId: s.id }),
       fromDone: async (r) => (await this.load((r as { sessionId: string }).sessionId)).toSession(),
     });
@@ -366,8 +370,8 @@ export class Runtime {
   }
 
   /** `revision`: the one the answer is for (absent: the current one); an old one or an expired approval is approval_expired. */
-  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }, revision?: number): Promise<void> {
-    return this.approvals.resolve(await this.load(id), approvalId, decision, by, revision);
+  async resolveApproval(id: string, approvalId: string, decision: 'approve' | 'deny', by?: { clientName?: string; connectionId?: string }, revision?: number, optionId?: string): Promise<void> {
+    return this.approvals.resolve(await this.load(id), approvalId, decision, by, revision, optionId);
   }
 
   // ---- shutdown ----

@@ -120,6 +120,7 @@ export class SessionState {
         if (d.reason !== undefined && d.reason !== null) a.reason = d.reason;
         if (d.expiresAt !== undefined && d.expiresAt !== null) a.expiresAt = d.expiresAt;
         if (d.paramsDigest !== undefined && d.paramsDigest !== null) a.paramsDigest = d.paramsDigest;
+        if (d.options) a.options = d.options;
         this.approvals.set(a.approvalId, a);
         break;
       }

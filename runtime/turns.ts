@@ -110,7 +110,8 @@ export class Turns {
       drained: () => host.drained(BACKLOG_HIGH_MARK),
       terminalSize: () => host.terminalSize,
       attachTerminal: (t) => turn.attach(t),
-      requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req),
+      requestApproval: (req) => this.d.approvals.request(host, turnId, signal, req).then((r) => r.decision),
+      requestChoice: (req) => this.d.approvals.request(host, turnId, signal, req),
       // Folded as events are appended and replayed (SessionState.history): no journal read per turn.
       history: async () => host.state.history(),
     };

@@ -354,6 +354,11 @@ export function buildVectors(p, ipc) {
     'lease.changed': { epoch: 1, holder: { connectionId: CONNECTION_ID, clientName: 'astra-python', pid: 4242 }, reason: 'acquired' },
     'turn.completed': { turnId: TURN_ID, status: 'completed', exitCode: 0 },
     error: { message: 'the engine crashed', reason: 'internal_error', turnId: TURN_ID },
+    'thought.delta': { turnId: TURN_ID, text: 'Reading the failing test first.' },
+    'plan.updated': { turnId: TURN_ID, entries: [{ content: 'fix the parser', priority: 'high', status: 'in_progress' }] },
+    'tool.updated': { turnId: TURN_ID, callId: 'call_1', status: 'completed', content: [{ type: 'diff', path: '/home/ada/project/a.txt', oldText: 'old', newText: 'new' }] },
+    'acp.session': { turnId: TURN_ID, acpSessionId: 'ses-agent-1', agent: 'opencode acp', how: 'new' },
+    'acp.update': { turnId: TURN_ID, kind: 'usage_update', update: { sessionUpdate: 'usage_update', used: 1200, size: 200000 } },
   };
   const chatError = { turnId: TURN_ID, code: 'model_unreachable', message: 'is a model server listening at http://127.0.0.1:11434/v1? start `ollama serve` or set ASTRA_CHAT_BASE_URL', retryable: true };
   let seq = 1;

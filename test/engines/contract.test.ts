@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT, sourceFiles } from '../architecture/source-files.js';
-import type { SessionEvent } from '../../protocol/index.js';
+import { AstraError, type SessionEvent } from '../../protocol/index.js';
 import { Runtime, type Engine, type EngineContext, type RecordedEvent } from '../../runtime/index.js';
 import { tempDir, waitFor } from '../runtime/helpers.js';
 
@@ -162,5 +162,45 @@ describe('an engine registered at composition, through a real Runtime', () => {
     const error = (events[3]!.data as { error: string }).error;
     expect(error).toMatch(new RegExp(`The notes engine emitted a '${type}' event`));
     expect(error).toMatch(why);
+  });
+});
+
+describe('an engine that prepares at session/create', () => {
+  /** `ready`: parses {n}, and prepare adds what it learned (n + 1), or refuses when n is 0. */
+  const ready = (calls: { cwd: string }[]): Engine => ({
+    parseOptions: (raw) => ({ n: Number(raw?.n ?? 1) }),
+    async prepare(options, session) {
+      calls.push(session);
+      const n = (options as { n: number }).n;
+      if (n === 0) throw new AstraError('invalid_params', 'the thing cannot start', { field: 'engineOptions.n' });
+      return { n, learned: n + 1 };
+    },
+    events: ['message.completed'],
+    async runTurn(ctx) {
+      ctx.emit('message.completed', { turnId: ctx.turnId, text: JSON.stringify(ctx.engineOptions) });
+      return { status: 'completed' };
+    },
+  });
+
+  it('keeps what prepare returned and hands it to each turn; a refusal creates nothing', async () => {
+    const { open, dataDir } = await setup();
+    const calls: { cwd: string }[] = [];
+    const { rt, ended } = await open({ ready: ready(calls) });
+    cleanups.push(() => rt.close());
+    const s = await rt.createSession({ cwd: dataDir, engineOptions: { n: 4 } });
+    expect(calls).toEqual([{ cwd: path.resolve(dataDir) }]);
+    await turn(rt, ended, s.id, 'go', 'k1');
+    const done = (await eventsOf(rt, s.id)).find((e) => e.type === 'message.completed')!;
+    expect(done.data).toMatchObject({ text: '{"n":4,"learned":5}' });
+
+    const refused = await rt.createSession({ cwd: dataDir, engineOptions: { n: 0 } }).catch((e: AstraError) => e);
+    expect(refused).toMatchObject({ reason: 'invalid_params', message: 'the thing cannot start', data: { field: 'engineOptions.n' } });
+    expect((await rt.listSessions()).sessions.map((x) => x.id)).toEqual([s.id]);
+
+    // A create repeated with its idempotency key answers the first session without preparing again.
+    const keyed = await rt.createSession({ cwd: dataDir, engineOptions: { n: 2 }, idempotencyKey: 'c1' });
+    const again = await rt.createSession({ cwd: dataDir, engineOptions: { n: 2 }, idempotencyKey: 'c1' });
+    expect(again.id).toBe(keyed.id);
+    expect(calls).toHaveLength(3); // n: 4, n: 0, and the keyed one once
   });
 });

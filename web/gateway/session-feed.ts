@@ -53,7 +53,7 @@ export interface FeedMember {
   writeShared(bytes: Buffer, lastSeq: number): void;
   /** An approval request among the frames written next (the tab remembers its session). */
   noteApproval(e: SessionEvent): void;
-  /** The daemon dropped the feed's subscription for lagging; the feed resumed it from the journal. */
+  /** The daemon dropped the feed's subscription: it lagged; the feed resumed it from the journal. */
   feedResynced(throughSeq: number): void;
   /** The feed ended: the stream goes on with its own subscription, from `position`; `closed`: the daemon ended it, so does the stream. */
   feedLost(closed?: string): void;
@@ -177,17 +177,17 @@ class SessionFeed {
         m.writeShared(chunk.from(from), chunk.lastSeq);
       }
       this.prev = chunk;
-      if (this.state.kind === 'open' && this.members.size > 1 && this.behind(HOLD_BYTES).length > 0) this.hold();
+      if (this.state.kind === 'open' && this.members.size > 1 && this.over(HOLD_BYTES).length > 0) this.hold();
     }
     for (const m of this.waiting) this.tryJoin(m);
   }
 
   /** Streams with more than `bytes` waiting in their socket. */
-  private behind(bytes: number): FeedMember[] {
+  private over(bytes: number): FeedMember[] {
     return [...this.members].filter((m) => m.buffered > bytes);
   }
 
-  /** A stream is far behind: stop the subscription until every stream has drained (or MAX_HOLD_MS). */
+  /** A stream's level is past the high mark: stop the subscription until every stream has drained (or MAX_HOLD_MS). */
   private hold(): void {
     this.state = { kind: 'held', timer: setTimeout(() => this.resume(true), MAX_HOLD_MS) };
     this.started = this.dropSub();
@@ -204,14 +204,14 @@ class SessionFeed {
 
   /** A stream's socket drained: go on once all have. */
   drained(): void {
-    if (this.state.kind === 'held' && this.behind(HOLD_BYTES / 4).length === 0) this.resume(false);
+    if (this.state.kind === 'held' && this.over(HOLD_BYTES / 4).length === 0) this.resume(false);
   }
 
   private resume(evict: boolean): void {
     if (this.state.kind !== 'held') return;
     clearTimeout(this.state.timer);
     this.state = { kind: 'open' };
-    if (evict) for (const m of this.behind(HOLD_BYTES / 4)) m.evict();
+    if (evict) for (const m of this.over(HOLD_BYTES / 4)) m.evict();
     if (this.members.size === 0 && this.waiting.size === 0) return this.close();
     this.started = this.subscribe(this.started);
   }

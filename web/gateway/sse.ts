@@ -14,7 +14,7 @@ import type { Tab, TabStream } from './tabs.js';
 import { GATEWAY_BOUNDS } from '../../flow/index.js';
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
-/** Bytes waiting in the HTTP socket past which the browser counts as lagging. */
+/** Bytes waiting in the HTTP socket past which the browser has lagged. */
 export const DEFAULT_MAX_BUFFERED = GATEWAY_BOUNDS.sseBuffered.value;
 
 export interface StreamOptions {
@@ -30,7 +30,7 @@ export interface StreamOptions {
  * - `waiting`: live on its own subscription, it asked `feed` to take over (joined once its last seq
  *   is within the feed's frames);
  * - `joined`: `feed` delivers; its own subscription is stopped;
- * - `lagging`: the browser reads too slowly; nothing delivers until the socket drains;
+ * - `lagged`: the browser reads too slowly (its socket is past the bound); nothing delivers until it drains;
  * - `awaitingDaemon`: the tab's daemon connection is down; it subscribes once it is back;
  * - `stopped`: ended.
  */
@@ -38,7 +38,7 @@ type StreamState =
   | { kind: 'own' }
   | { kind: 'waiting'; feed: SessionFeed }
   | { kind: 'joined'; feed: SessionFeed }
-  | { kind: 'lagging' }
+  | { kind: 'lagged' }
   | { kind: 'awaitingDaemon' }
   | { kind: 'stopped' };
 
@@ -106,7 +106,7 @@ export class EventStream implements FeedMember, TabStream {
 
   /** FeedMember: this stream held the feed too long; it leaves it and lags on its own. */
   evict(): void {
-    this.startLagging();
+    this.lag();
   }
 
   async start(): Promise<void> {
@@ -153,7 +153,7 @@ export class EventStream implements FeedMember, TabStream {
       onReplayed: (throughSeq) => {
         if (!current()) return;
         if (this.sub && this.sub.lagCount > this.daemonLags) {
-          // The daemon dropped the tab's subscription for lagging; the client resumed it from the journal.
+          // The daemon dropped the tab's subscription: it lagged; the client resumed it from the journal.
           this.daemonLags = this.sub.lagCount;
           this.resynced(throughSeq);
         }
@@ -205,12 +205,12 @@ export class EventStream implements FeedMember, TabStream {
     this.tab.noteApproval(String((e.data as { approvalId?: unknown }).approvalId), e.sessionId);
   }
 
-  /** FeedMember: the daemon dropped the feed's subscription for lagging; it resumed from the journal. */
+  /** FeedMember: the daemon dropped the feed's subscription: it lagged; it resumed from the journal. */
   feedResynced(throughSeq: number): void {
     this.resynced(throughSeq);
   }
 
-  /** A subscription this stream reads through was resumed from the journal after lagging at the daemon. */
+  /** A subscription this stream reads through was resumed from the journal after it lagged at the daemon. */
   private resynced(throughSeq: number): void {
     this.lagCount++;
     this.write(frame('resynced', { throughSeq, lastSeq: this.lastSent, lagCount: this.lagCount }));
@@ -218,7 +218,7 @@ export class EventStream implements FeedMember, TabStream {
 
   /** More than maxBuffered waits in the socket: the browser reads too slowly. */
   private checkLag(): void {
-    if (this.res.writableLength > this.opts.maxBuffered) this.startLagging();
+    if (this.res.writableLength > this.opts.maxBuffered) this.lag();
   }
 
   /** FeedMember: the feed ended; a joined stream goes on with its own subscription from its last seq. */
@@ -237,7 +237,7 @@ export class EventStream implements FeedMember, TabStream {
   }
 
   private onEvent(e: SessionEvent): void {
-    if (this.state.kind === 'stopped' || this.state.kind === 'lagging' || e.seq <= this.lastSent) return;
+    if (this.state.kind === 'stopped' || this.state.kind === 'lagged' || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
     if (e.type === 'approval.requested') this.noteApproval(e);
     // A command.output frame by the template is ASCII: its length is its size.
@@ -270,16 +270,16 @@ export class EventStream implements FeedMember, TabStream {
   }
 
   /** The browser reads slower than the session: leave the feed, stop the subscription, until the socket drains. */
-  private startLagging(): void {
-    if (this.state.kind === 'lagging' || this.state.kind === 'stopped') return;
-    this.moveTo({ kind: 'lagging' });
+  private lag(): void {
+    if (this.state.kind === 'lagged' || this.state.kind === 'stopped') return;
+    this.moveTo({ kind: 'lagged' });
     this.dropSub();
   }
 
   private onDrain(): void {
     const s = this.state;
     if (s.kind === 'waiting' || s.kind === 'joined') return s.feed.drained();
-    if (s.kind !== 'lagging') return;
+    if (s.kind !== 'lagged') return;
     this.state = { kind: 'own' };
     this.lagCount++;
     this.write(frame('lagged', { resumeFromSeq: this.lastSent, lagCount: this.lagCount }));

@@ -2,29 +2,15 @@
 // hears a typed approval_expired for a stale revision or an expired approval — the refusal a
 // response to approval/request cannot carry (issue 16).
 import { describe, expect, it } from 'vitest';
-import net from 'node:net';
-import { Connection } from '../../ipc/index.js';
-import { AstraError, LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
+import { AstraError } from '../../protocol/index.js';
 import { envFor, readRecordFile, runCli, useTempHomes, waitFor, type RecordShape } from '../helpers/processes.js';
+import { neverAnswer, rawClient, type Note } from '../helpers/raw-client.js';
 
 const home = useTempHomes();
 
-type Note = { method: string; params: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+// A UI that answers by approval/answer: the server request is left unanswered.
+const client = (rec: RecordShape, notes: Note[]) => rawClient(rec, 'answerer', notes, neverAnswer);
 
-async function client(rec: RecordShape, notes: Note[]): Promise<Connection> {
-  const socket = await new Promise<net.Socket>((resolve, reject) => {
-    const s = net.createConnection({ path: rec.endpoint });
-    s.once('connect', () => resolve(s));
-    s.once('error', reject);
-  });
-  const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxFrameBytes, maxOutgoingBytes: LIMITS.maxRequestBytes, requestTimeoutMs: 10_000 });
-  conn.onNotification((method, params) => notes.push({ method, params }));
-  // A UI that answers by approval/answer: the server request is left unanswered.
-  conn.onRequest(() => new Promise(() => undefined));
-  await conn.request('initialize', { protocolVersion: PROTOCOL_VERSION, token: rec.token, clientInfo: { name: 'answerer', version: '1' } });
-  conn.notify('initialized', {});
-  return conn;
-}
 
 async function refusal(p: Promise<unknown>): Promise<AstraError> {
   try {

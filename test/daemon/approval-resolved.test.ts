@@ -3,33 +3,18 @@
 // turn — and the one that answered it hears nothing more; and the default expiry of approvals (a
 // daemon setting, 1 h; 0 = never), which a session's own approvalTimeoutMs overrides. A real daemon,
 // raw socket clients.
-import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { Connection } from '../../ipc/index.js';
-import { LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
 import { envFor, readRecordFile, runCli, useTempHomes, waitFor, type RecordShape } from '../helpers/processes.js';
+import { neverAnswer, rawClient, type Note } from '../helpers/raw-client.js';
 
 const home = useTempHomes();
 
-type Note = { method: string; params: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-
 /** A client that is asked approvals and never answers them by response (a prompt left open). */
-async function client(rec: RecordShape, name: string, notes: Note[], asked: Note[]): Promise<Connection> {
-  const socket = await new Promise<net.Socket>((resolve, reject) => {
-    const s = net.createConnection({ path: rec.endpoint });
-    s.once('connect', () => resolve(s));
-    s.once('error', reject);
-  });
-  const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxFrameBytes, maxOutgoingBytes: LIMITS.maxRequestBytes, requestTimeoutMs: 10_000 });
-  conn.onNotification((method, params) => notes.push({ method, params }));
-  conn.onRequest((method, params) => {
+const client = (rec: RecordShape, name: string, notes: Note[], asked: Note[]) =>
+  rawClient(rec, name, notes, (method, params) => {
     asked.push({ method, params });
-    return new Promise(() => undefined);
+    return neverAnswer();
   });
-  await conn.request('initialize', { protocolVersion: PROTOCOL_VERSION, token: rec.token, clientInfo: { name, version: '1' } });
-  conn.notify('initialized', {});
-  return conn;
-}
 
 const resolvedOf = (notes: Note[], approvalId: string) => notes.find((n) => n.method === 'approval/resolved' && n.params.approvalId === approvalId)?.params;
 

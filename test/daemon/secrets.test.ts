@@ -5,32 +5,19 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import path from 'node:path';
-import { Connection } from '../../ipc/index.js';
-import { LIMITS, PROTOCOL_VERSION } from '../../protocol/index.js';
 import { envFor, readRecordFile, runCli, useTempHomes, waitFor, type RecordShape } from '../helpers/processes.js';
+import { rawClient, type Note } from '../helpers/raw-client.js';
 
 const home = useTempHomes();
 
-type Note = { method: string; params: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-async function client(rec: RecordShape, name: string, notes: Note[], asked: unknown[]): Promise<Connection> {
-  const socket = await new Promise<net.Socket>((resolve, reject) => {
-    const s = net.createConnection({ path: rec.endpoint });
-    s.once('connect', () => resolve(s));
-    s.once('error', reject);
-  });
-  const conn = new Connection(socket, { maxIncomingBytes: LIMITS.maxFrameBytes, maxOutgoingBytes: LIMITS.maxRequestBytes, requestTimeoutMs: 10_000 });
-  conn.onNotification((method, params) => notes.push({ method, params }));
-  conn.onRequest((_method, params) => {
+const client = (rec: RecordShape, name: string, notes: Note[], asked: unknown[]) =>
+  rawClient(rec, name, notes, (_method, params) => {
     asked.push(params);
     return { decision: 'approve' };
   });
-  await conn.request('initialize', { protocolVersion: PROTOCOL_VERSION, token: rec.token, clientInfo: { name, version: '1' } });
-  conn.notify('initialized', {});
-  return conn;
-}
+
 
 /** Every session event a connection received, single or batched. */
 function events(notes: Note[]): any[] { // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -6,9 +6,14 @@ import { Driver } from './driver.js';
 import { envFor, makeHome, runCli } from './processes.js';
 
 export async function startChatDaemon(baseUrl: string, extraEnv: Record<string, string>, homes: string[], drivers: Driver[]) {
+  return startDriverDaemon({ ASTRA_CHAT_BASE_URL: baseUrl, ...extraEnv }, homes, drivers);
+}
+
+/** A real daemon started with `astra daemon start` in a fresh home with `extraEnv`, and a maker of driver processes on it. */
+export async function startDriverDaemon(extraEnv: Record<string, string>, homes: string[], drivers: Driver[]) {
   const home = makeHome();
   homes.push(home);
-  const env = envFor(home, { ASTRA_CHAT_BASE_URL: baseUrl, ...extraEnv });
+  const env = envFor(home, extraEnv);
   const r = await runCli(['daemon', 'start'], env);
   expect(r.code, r.stderr).toBe(0);
   const driver = async (name: string) => {

@@ -4,8 +4,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Driver, type Line } from '../../helpers/driver.js';
-import { cleanupHome, envFor, makeHome, ROOT, runCli, tempDir } from '../../helpers/processes.js';
+import { startDriverDaemon } from '../../helpers/chat-daemon.js';
+import type { Driver, Line } from '../../helpers/driver.js';
+import { cleanupHome, ROOT, runCli, tempDir } from '../../helpers/processes.js';
 
 const AGENT = path.join(ROOT, 'test', 'engines', 'acp', 'fixtures', 'fake-agent.mjs');
 const agentOptions = (env: Record<string, string> = {}) => ({ command: process.execPath, args: [AGENT], env });
@@ -17,19 +18,8 @@ afterEach(async () => {
   await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
 });
 
-async function setup(extra: Record<string, string> = {}) {
-  const home = makeHome();
-  homes.push(home);
-  const env = envFor(home, { ASTRA_ACP_CANCEL_GRACE_MS: '1500', ASTRA_ACP_START_TIMEOUT_MS: '15000', ...extra });
-  const r = await runCli(['daemon', 'start'], env);
-  expect(r.code, r.stderr).toBe(0);
-  const driver = async (name: string) => {
-    const d = new Driver(env, name);
-    drivers.push(d);
-    return d.ready();
-  };
-  return { env, driver };
-}
+const setup = (extra: Record<string, string> = {}) =>
+  startDriverDaemon({ ASTRA_ACP_CANCEL_GRACE_MS: '1500', ASTRA_ACP_START_TIMEOUT_MS: '15000', ...extra }, homes, drivers);
 
 const ofType = (events: Line[], type: string) => events.filter((e) => e.type === type);
 const turnEnd = (d: Driver, turnId: string) => d.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed' && l.params.data.turnId === turnId, 20_000);

@@ -110,7 +110,7 @@ describe.skipIf(skipChromium)('tool cards in chromium', () => {
       await tab1.waitForSelector(`${CARD}[data-status="pending"] button.approve`, { timeout: 20_000 });
       expect(await tab1.textContent(`${CARD} .tool-head`)).toBe('shell $ ls -1 in .');
       expect(await tab1.textContent(`${CARD} .tool-status`)).toBe('waiting for approval');
-      expect(await tab1.textContent(`${CARD} .approval-meta`)).toBe('revision 1');
+      expect(await tab1.textContent(`${CARD} .approval-meta`)).toMatch(/^revision 1 · expires \d/); // approvals expire after the daemon's default (1 h)
       expect(await tab1.locator('.card.approval').count()).toBe(0); // the card holds the approval; no second card
       // The observer: the same card, read-only.
       await tab2.waitForSelector(`${CARD}[data-status="pending"]`, { timeout: 20_000 });

@@ -105,6 +105,12 @@ describe.skipIf(skipChromium)('an ACP agent on the page', () => {
       await buttons.first().waitFor({ timeout: 30_000 });
       expect(await buttons.allTextContents()).toEqual(['Allow once', 'Always allow', 'Reject']);
       expect(await buttons.evaluateAll((bs) => bs.map((b) => (b as HTMLElement).dataset.optionId))).toEqual(['once', 'always', 'no']);
+      // An option the approval does not have, or one whose kind disagrees with the decision, is refused.
+      const approvalId = await tab.getAttribute('.card.tool[data-call-id="p1"] .approval-actions', 'data-approval-id');
+      for (const [optionId, decision] of [['bogus', 'approve'], ['no', 'approve']]) {
+        const r = await pageFetch(tab, 'POST', `/v1/approvals/${approvalId}`, { sessionId: id, decision, revision: 1, optionId });
+        expect([r.status, r.body.error?.reason]).toEqual([400, 'invalid_params']);
+      }
       await tab.click('.card.tool[data-call-id="p1"] button[data-option-id="always"]');
       await tab.waitForSelector('.card.tool[data-call-id="p1"] .approval-actions[data-option-id="always"]', { timeout: 20_000 });
       expect(await tab.textContent('.card.tool[data-call-id="p1"] .approval-actions .actions')).toMatch(/^approved: Always allow by /);
@@ -113,7 +119,9 @@ describe.skipIf(skipChromium)('an ACP agent on the page', () => {
       const journal = await pageFetch(tab, 'GET', `/v1/sessions/${encodeURIComponent(id)}?limit=1000`);
       const resolved = (journal.body.events as { type: string; data: Record<string, unknown> }[]).filter((e) => e.type === 'approval.resolved');
       expect(resolved.map((e) => [e.data.decision, e.data.optionId])).toEqual([['approve', 'always']]);
-      expect(logs.slice(loaded).filter((l) => /Content Security Policy|pageerror|^error/i.test(l))).toEqual([]);
+      // The two refusals above are the only errors logged (chromium logs each 400 it was answered).
+      const refused = 'error: Failed to load resource: the server responded with a status of 400 (Bad Request)';
+      expect(logs.slice(loaded).filter((l) => /Content Security Policy|pageerror|^error/i.test(l))).toEqual([refused, refused]);
       if (process.env.ASTRA_SCREENSHOT_DIR) await tab.screenshot({ path: path.join(process.env.ASTRA_SCREENSHOT_DIR, 'acp-page.png'), fullPage: true });
     } finally {
       await ctx.close();

@@ -199,7 +199,7 @@ export const ROUTES = {
   },
   'POST /v1/approvals/{id}': {
     summary:
-      'Answers a pending approval as the session\'s controller (the daemon\'s approval/answer). A stale revision or an expired approval is 409 approval_expired; one no longer pending (answered, withdrawn) is 404 not_found.',
+      'Answers a pending approval as the session\'s controller (the daemon\'s approval/answer). A stale revision or an expired approval is 409 approval_expired; one no longer pending (answered, withdrawn) is 404 not_found. optionId: one of the approval\'s options (approval.requested options), whose kind agrees with decision.',
     auth: true,
     guarded: true,
     writes: true,
@@ -208,9 +208,10 @@ export const ROUTES = {
       revision: int({ min: 1 }),
       sessionId: opt(str({ maxLength: 128 })),
       idempotencyKey: opt(str({ maxLength: 128 })),
+      optionId: opt(str({ minLength: 1, maxLength: 256 })),
     }),
     status: 200,
-    response: obj({ approvalId: str(), sessionId: str(), decision: oneOf(DECISIONS), revision: int({ min: 1 }) }),
+    response: obj({ approvalId: str(), sessionId: str(), decision: oneOf(DECISIONS), revision: int({ min: 1 }), optionId: opt(str()) }),
   },
 } as const satisfies Record<`${HttpMethod} /v1/${string}`, EndpointSpec>;
 

@@ -182,8 +182,8 @@ const handlers: Handlers = {
     return { sessionId: id, released: await tab.releaseLease(id) };
   },
   'POST /v1/tab/release': async ({ tab, tabs }) => ({ released: await tabs.release(tab) }),
-  'POST /v1/approvals/{id}': async ({ tab }, { params: { id }, body: { decision, revision, sessionId, idempotencyKey = crypto.randomUUID() } }) =>
-    tab.decide(id, decision, revision, idempotencyKey, sessionId),
+  'POST /v1/approvals/{id}': async ({ tab }, { params: { id }, body: { decision, revision, sessionId, idempotencyKey = crypto.randomUUID(), optionId } }) =>
+    tab.decide(id, decision, revision, idempotencyKey, sessionId, optionId),
 };
 
 /** The router: the contract's endpoints that need the cookie, each with its handler. */

@@ -23,6 +23,17 @@ export interface DecisionResult {
   sessionId: string;
   decision: Decision;
   revision: number;
+  optionId?: string;
+}
+
+/** An answer the page sent, by its idempotencyKey: what it asked, and the result or refusal. */
+interface RememberedDecision {
+  approvalId: string;
+  decision: Decision;
+  revision: number;
+  optionId?: string;
+  result?: DecisionResult;
+  error?: unknown;
 }
 
 interface PendingPrompt {
@@ -63,7 +74,7 @@ export class Tab {
   private connecting: Promise<AstraClient> | undefined;
   private readonly prompts = new Map<string, PendingPrompt>();
   private readonly approvalSessions = new Map<string, string>();
-  private readonly decisions = new Map<string, { approvalId: string; decision: Decision; revision: number; result?: DecisionResult; error?: unknown }>();
+  private readonly decisions = new Map<string, RememberedDecision>();
   private closed = false;
   /** The last drop's reason; what counts is the client's state (down unless connected). */
   private lastDrop: DaemonDown = { reason: 'the connection to the daemon dropped', daemonShuttingDown: false };
@@ -276,11 +287,11 @@ export class Tab {
    * approval no longer pending its not_found, a tab without control not_controller. The same
    * idempotencyKey gives the first answer's result (or error) again.
    */
-  async decide(approvalId: string, decision: Decision, revision: number, idempotencyKey: string, sessionId?: string): Promise<DecisionResult> {
+  async decide(approvalId: string, decision: Decision, revision: number, idempotencyKey: string, sessionId?: string, optionId?: string): Promise<DecisionResult> {
     if (this.readOnly) throw new HttpError(403, 'not_controller', 'this is a read-only (observer) link: it cannot answer approvals');
     const earlier = this.decisions.get(idempotencyKey);
     if (earlier) {
-      if (earlier.approvalId !== approvalId || earlier.decision !== decision || earlier.revision !== revision)
+      if (earlier.approvalId !== approvalId || earlier.decision !== decision || earlier.revision !== revision || earlier.optionId !== optionId)
         throw new AstraError('idempotency_conflict', 'this idempotencyKey was used for another decision; use a fresh key');
       if (earlier.result) return earlier.result;
       throw earlier.error;
@@ -289,10 +300,10 @@ export class Tab {
     if (session === undefined)
       throw new AstraError('not_found', `this tab has not seen approval ${approvalId}; name its session ("sessionId" in the body)`, { approvalId });
     const client = await this.daemon();
-    const entry: { approvalId: string; decision: Decision; revision: number; result?: DecisionResult; error?: unknown } = { approvalId, decision, revision };
+    const entry: RememberedDecision = { approvalId, decision, revision, ...(optionId !== undefined ? { optionId } : {}) };
     try {
-      await client.approval.answer({ sessionId: session, approvalId, revision, decision });
-      entry.result = { approvalId, sessionId: session, decision, revision };
+      await client.approval.answer({ sessionId: session, approvalId, revision, decision, ...(optionId !== undefined ? { optionId } : {}) });
+      entry.result = { approvalId, sessionId: session, decision, revision, ...(optionId !== undefined ? { optionId } : {}) };
     } catch (e) {
       // Errors that say nothing about the answer itself are not remembered: the same key may be sent again.
       if (!isAstraError(e) || !['approval_expired', 'not_found', 'not_controller', 'stale_epoch', 'invalid_params'].includes(e.reason)) throw e;

@@ -6,6 +6,7 @@ import { TerminalRenderer } from './render/terminal.js';
 import { MessageRenderer } from './render/messages.js';
 import { ApprovalRenderer } from './render/approvals.js';
 import { ToolCardRenderer } from './render/tool-cards.js';
+import { AgentRenderer } from './render/agent.js';
 
 interface Renderer {
   handles(type: string): boolean;
@@ -185,7 +186,7 @@ function showSession(id: string): void {
   const approvals = new ApprovalRenderer(cards);
   const tools = new ToolCardRenderer(messages);
   // Tool cards first: they take the approvals of the chat engine's tool calls.
-  const renderers: Renderer[] = [tools, terminal, new MessageRenderer(messages), approvals];
+  const renderers: Renderer[] = [tools, terminal, new MessageRenderer(messages), new AgentRenderer(messages), approvals];
   probe.seqs = [];
   probe.latencies = [];
   probe.terminalText = () => terminal.text;
@@ -205,7 +206,7 @@ function showSession(id: string): void {
     for (const b of [send, cancel, release]) b.disabled = ro || !controlled;
     take.disabled = ro || controlled;
     input.disabled = ro;
-    input.placeholder = s.engine === 'chat' ? 'a message to the model' : 'a command to run';
+    input.placeholder = s.engine === 'chat' ? 'a message to the model' : s.engine === 'acp' ? 'a prompt to the agent' : 'a command to run';
     const control = { canDecide: !ro && controlled, holderName: holder };
     approvals.setControl(control);
     tools.setControl(control);

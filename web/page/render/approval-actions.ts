@@ -1,6 +1,8 @@
 // The answer area of one approval prompt, for whichever card shows it (an approval card, a tool card):
 // Approve/Deny for the session's controller, a read-only line for everyone else, the revision and
-// expiry the answer names, and what became of it. The gateway answers through the daemon's
+// expiry the answer names, and what became of it. An approval with options (an ACP agent's
+// permission choices) shows one button per option, named as the agent names it; the answer sends
+// the chosen optionId with the decision its kind makes (allow_* approve, reject_* deny). The gateway answers through the daemon's
 // approval/answer; a stale revision or a late answer comes back as approval_expired.
 import { api, RequestFailed } from '../api.js';
 
@@ -10,6 +12,25 @@ export interface ApprovalPrompt {
   revision: number;
   /** ms since the epoch; absent: the approval waits as long as it takes. */
   expiresAt?: number;
+  options?: ApprovalOption[];
+}
+
+export interface ApprovalOption {
+  optionId: string;
+  name: string;
+  kind: string;
+}
+
+/** approval.requested's options, as a prompt's (none when absent or malformed). */
+export function approvalOptions(raw: unknown): { options?: ApprovalOption[] } {
+  if (!Array.isArray(raw)) return {};
+  const options = raw.filter((o): o is ApprovalOption => typeof o?.optionId === 'string' && typeof o.name === 'string' && typeof o.kind === 'string');
+  return options.length > 0 ? { options } : {};
+}
+
+/** The decision an option makes: its kind allow_* approves, anything else denies. */
+function decisionOf(kind: string): 'approve' | 'deny' {
+  return kind.startsWith('allow') ? 'approve' : 'deny';
 }
 
 export interface Control {
@@ -57,11 +78,14 @@ export class ApprovalActions {
     this.paint();
   }
 
-  /** approval.resolved: who decided what (an expiry is a deny whose reason says so). */
-  resolve(decision: string, by?: string, reason?: string): void {
+  /** approval.resolved: who decided what, by which option (an expiry is a deny whose reason says so). */
+  resolve(decision: string, by?: string, reason?: string, optionId?: string): void {
     const expired = reason?.startsWith('expired');
-    this.outcome = expired ? `expired unanswered: denied` : `${decision === 'approve' ? 'approved' : 'denied'}${by ? ` by ${by}` : ''}${reason && !expired ? ` (${reason})` : ''}`;
+    const option = this.prompt.options?.find((o) => o.optionId === optionId);
+    const what = `${decision === 'approve' ? 'approved' : 'denied'}${option ? `: ${option.name}` : ''}`;
+    this.outcome = expired ? `expired unanswered: denied` : `${what}${by ? ` by ${by}` : ''}${reason && !expired ? ` (${reason})` : ''}`;
     this.el.dataset.decision = decision;
+    if (optionId !== undefined) this.el.dataset.optionId = optionId;
     this.paint();
   }
 
@@ -79,6 +103,18 @@ export class ApprovalActions {
       this.buttons.textContent = `waiting for ${this.control.holderName} to decide (read-only)`;
       return;
     }
+    if (this.prompt.options) {
+      for (const o of this.prompt.options) {
+        const b = document.createElement('button');
+        b.textContent = o.name;
+        b.className = `option ${decisionOf(o.kind)}`;
+        b.dataset.optionId = o.optionId;
+        b.dataset.kind = o.kind;
+        b.addEventListener('click', () => this.answer(decisionOf(o.kind), o.optionId));
+        this.buttons.append(b);
+      }
+      return;
+    }
     for (const decision of ['approve', 'deny'] as const) {
       const b = document.createElement('button');
       b.textContent = decision === 'approve' ? 'Approve' : 'Deny';
@@ -88,13 +124,13 @@ export class ApprovalActions {
     }
   }
 
-  private answer(decision: 'approve' | 'deny'): void {
+  private answer(decision: 'approve' | 'deny', optionId?: string): void {
     for (const b of this.buttons.querySelectorAll('button')) b.disabled = true;
     // The revision answered is the one this card shows (data-revision), which is what the daemon checks.
     const revision = Number(this.el.dataset.revision);
     void api('POST /v1/approvals/{id}', {
       params: { id: this.prompt.approvalId },
-      body: { sessionId: this.prompt.sessionId, decision, revision, idempotencyKey: crypto.randomUUID() },
+      body: { sessionId: this.prompt.sessionId, decision, revision, idempotencyKey: crypto.randomUUID(), ...(optionId !== undefined ? { optionId } : {}) },
     }).then(
       () => undefined, // approval.resolved follows on the stream
       (err: Error) => {

@@ -2,7 +2,7 @@
 // answer area (approval-actions.ts): Approve/Deny for the session's controller, a read-only line for
 // everyone else. The buttons follow control: they appear and disappear as the lease moves.
 import type { PageEvent } from '../api.js';
-import { ApprovalActions, type Control } from './approval-actions.js';
+import { ApprovalActions, approvalOptions, type Control } from './approval-actions.js';
 
 interface Card {
   el: HTMLElement;
@@ -30,7 +30,7 @@ export class ApprovalRenderer {
       cmd.textContent = String(d.command);
       el.append('Run ', cmd, ` in ${String(d.cwd)}?`);
       const actions = new ApprovalActions(
-        { sessionId: e.sessionId, approvalId: id, revision: typeof d.revision === 'number' ? d.revision : 1, ...(typeof d.expiresAt === 'number' ? { expiresAt: d.expiresAt } : {}) },
+        { sessionId: e.sessionId, approvalId: id, revision: typeof d.revision === 'number' ? d.revision : 1, ...(typeof d.expiresAt === 'number' ? { expiresAt: d.expiresAt } : {}), ...approvalOptions(d.options) },
         this.control,
       );
       el.append(actions.el);
@@ -41,7 +41,7 @@ export class ApprovalRenderer {
       if (!card) return;
       card.el.classList.add('resolved');
       card.el.dataset.decision = String(d.decision);
-      card.actions.resolve(String(d.decision), (d.by as { clientName?: string } | undefined)?.clientName, typeof d.reason === 'string' ? d.reason : undefined);
+      card.actions.resolve(String(d.decision), (d.by as { clientName?: string } | undefined)?.clientName, typeof d.reason === 'string' ? d.reason : undefined, typeof d.optionId === 'string' ? d.optionId : undefined);
     }
   }
 

@@ -6,8 +6,14 @@
 // order: approval.*, command.*, tool.result. Approval and command events carry no callId, so they
 // belong to the oldest call of their turn still without a result. Approvals outside a tool call
 // (the shell engine) are left to approvals.ts; command output is drawn by terminal.ts as well.
+//
+// An ACP agent's calls (the acp engine) say more of themselves: a title, a kind, a status that
+// tool.updated moves on (pending, in_progress, completed, failed), the files they touch and their
+// content — text, diffs (drawn as diffs), terminals — which tool.updated replaces when it sends
+// some. Such a call gets no tool.result: it is settled once its status is completed or failed.
 import type { PageEvent } from '../api.js';
-import { ApprovalActions, type Control } from './approval-actions.js';
+import { ApprovalActions, approvalOptions, type Control } from './approval-actions.js';
+import { renderContent, renderLocations } from './tool-detail.js';
 
 /** Output longer than this (lines or characters) starts collapsed. */
 const COLLAPSE_LINES = 12;
@@ -18,6 +24,9 @@ interface ToolCard {
   callId: string;
   turnId: string;
   status: HTMLElement;
+  /** An ACP call's locations and content, redrawn by tool.updated. */
+  detail: HTMLElement;
+  title?: HTMLElement;
   approval?: ApprovalActions;
   approvalId?: string;
   running: boolean;
@@ -60,7 +69,10 @@ export class ToolCardRenderer {
     const turnId = String(d.turnId ?? '');
     switch (e.type) {
       case 'tool.call':
-        this.call(turnId, String(d.callId), String(d.name), String(d.arguments ?? ''));
+        this.call(turnId, String(d.callId), String(d.name), String(d.arguments ?? ''), d);
+        return false;
+      case 'tool.updated':
+        this.updated(String(d.callId), d);
         return false;
       case 'tool.result':
         this.result(String(d.callId), String(d.status), d.exitCode as number | null | undefined, String(d.output ?? ''));
@@ -70,7 +82,7 @@ export class ToolCardRenderer {
         if (!card || card.approvalId !== undefined) return false;
         card.approvalId = String(d.approvalId);
         card.approval = new ApprovalActions(
-          { sessionId: e.sessionId, approvalId: card.approvalId, revision: typeof d.revision === 'number' ? d.revision : 1, ...(typeof d.expiresAt === 'number' ? { expiresAt: d.expiresAt } : {}) },
+          { sessionId: e.sessionId, approvalId: card.approvalId, revision: typeof d.revision === 'number' ? d.revision : 1, ...(typeof d.expiresAt === 'number' ? { expiresAt: d.expiresAt } : {}), ...approvalOptions(d.options) },
           this.control,
         );
         card.el.append(card.approval.el);
@@ -82,7 +94,7 @@ export class ToolCardRenderer {
         const card = this.byApproval.get(String(d.approvalId));
         if (!card) return false;
         const by = (d.by as { clientName?: string } | undefined)?.clientName;
-        card.approval?.resolve(String(d.decision), by, typeof d.reason === 'string' ? d.reason : undefined);
+        card.approval?.resolve(String(d.decision), by, typeof d.reason === 'string' ? d.reason : undefined, typeof d.optionId === 'string' ? d.optionId : undefined);
         if (this.open.get(card.turnId)?.includes(card)) this.setStatus(card, d.decision === 'approve' ? 'approved' : 'denied', d.decision === 'approve' ? 'approved' : 'denied');
         return true;
       }
@@ -116,34 +128,65 @@ export class ToolCardRenderer {
     return this.open.get(turnId)?.[0];
   }
 
-  private call(turnId: string, callId: string, name: string, args: string): void {
-    const card: ToolCard = { el: el('div', 'card tool'), callId, turnId, status: el('span', 'tool-status'), running: false };
+  private call(turnId: string, callId: string, name: string, args: string, d: Record<string, unknown>): void {
+    const card: ToolCard = { el: el('div', 'card tool'), callId, turnId, status: el('span', 'tool-status'), detail: el('div', 'tool-detail'), running: false };
     card.el.dataset.callId = callId;
     const head = el('div', 'tool-head');
-    head.append(el('span', 'tool-name', name));
-    const shell = name === 'shell' ? shellArgs(args) : undefined;
-    const what = el('code', 'tool-command', shell ? `$ ${shell.command}` : args);
-    head.append(' ', what);
-    if (shell?.cwd) head.append(el('span', 'tool-cwd', ` in ${shell.cwd}`));
-    card.el.append(head, card.status);
-    this.setStatus(card, 'called', 'called');
+    head.append(el('span', 'tool-name', typeof d.kind === 'string' ? d.kind : name));
+    if (typeof d.title === 'string') {
+      card.title = el('span', 'tool-title', d.title);
+      head.append(' ', card.title);
+    } else {
+      const shell = name === 'shell' ? shellArgs(args) : undefined;
+      head.append(' ', el('code', 'tool-command', shell ? `$ ${shell.command}` : args));
+      if (shell?.cwd) head.append(el('span', 'tool-cwd', ` in ${shell.cwd}`));
+    }
+    card.el.append(head, card.status, card.detail);
     this.cards.set(callId, card);
+    this.setStatus(card, 'called', 'called');
     const list = this.open.get(turnId) ?? [];
     list.push(card);
     this.open.set(turnId, list);
+    this.detail(card, d);
     this.container.append(card.el);
     this.container.scrollTop = this.container.scrollHeight;
+  }
+
+  /** tool.updated: what the agent changed of the call (title, status, locations, content). */
+  private updated(callId: string, d: Record<string, unknown>): void {
+    const card = this.cards.get(callId);
+    if (!card) return;
+    if (typeof d.title === 'string') {
+      if (card.title) card.title.textContent = d.title;
+      else card.el.querySelector('.tool-head')?.append(' ', (card.title = el('span', 'tool-title', d.title)));
+    }
+    this.detail(card, d);
+    this.container.scrollTop = this.container.scrollHeight;
+  }
+
+  /** An ACP call's status, locations and content as the event gives them; a completed or failed call is settled. */
+  private detail(card: ToolCard, d: Record<string, unknown>): void {
+    if (typeof d.status === 'string' && !(card.approval && !card.approval.resolved)) this.setStatus(card, d.status, d.status.replace('_', ' '));
+    if (d.status === 'completed' || d.status === 'failed') this.settle(card);
+    if (d.locations === undefined && d.content === undefined) return;
+    const keep = d.locations === undefined ? card.detail.querySelector('.tool-locations') : renderLocations(d.locations);
+    const content = d.content === undefined ? [...card.detail.querySelectorAll(':scope > :not(.tool-locations)')] : renderContent(d.content);
+    card.detail.replaceChildren(...(keep ? [keep] : []), ...content);
+  }
+
+  /** The call has its outcome: approvals and commands of its turn go to the next one. */
+  private settle(card: ToolCard): void {
+    const list = this.open.get(card.turnId);
+    if (!list) return;
+    const i = list.indexOf(card);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.open.delete(card.turnId);
   }
 
   private result(callId: string, status: string, exitCode: number | null | undefined, output: string): void {
     const card = this.cards.get(callId);
     if (!card) return;
-    const list = this.open.get(card.turnId);
-    if (list) {
-      const i = list.indexOf(card);
-      if (i >= 0) list.splice(i, 1);
-      if (list.length === 0) this.open.delete(card.turnId);
-    }
+    this.settle(card);
     card.running = false;
     if (typeof exitCode === 'number') card.el.dataset.exitCode = String(exitCode);
     this.setStatus(card, status, `${status}${typeof exitCode === 'number' ? ` · exit code ${exitCode}` : ''}`);

@@ -290,8 +290,8 @@ class Attach implements KeyHost {
     else void this.control.tryAcquire(true, false).then(() => this.program.sendSize());
   }
 
-  answerApproval(decision: 'approve' | 'deny'): void {
-    this.control.answerApproval(decision);
+  answerApproval(choice: 'approve' | 'deny' | number): boolean {
+    return this.control.answerApproval(choice);
   }
 
   lateApprovalKey(text: string): boolean {

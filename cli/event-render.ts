@@ -42,12 +42,15 @@ export interface RenderContext {
   previousHolder?: { clientName: string; pid?: number | undefined } | null;
   /** An agent's thought being printed: labelled once, its line ended when something else comes. */
   thought?: AgentThought;
+  /** An agent's tool calls' titles by turn and call id, so an update that names no title shows it (kept until the turn ends). */
+  toolTitles?: Map<string, string>;
 }
 
 /** One event as terminal text. The controller's approval prompt is drawn by attach itself. */
 export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderContext = {}): Rendered[] {
   if (event.type === 'thought.delta') return [{ kind: 'output', stream: 'stdout', text: ctx.thought ? ctx.thought.delta(event.data.text, color) : paint(color, 'dim', event.data.text) }];
   const endThought = ctx.thought?.close();
+  if (ctx.toolTitles) rememberTitle(ctx.toolTitles, event);
   const rendered = renderOne(event, color, ctx);
   return endThought ? [{ kind: 'output', stream: 'stdout', text: endThought }, ...rendered] : rendered;
 }
@@ -79,8 +82,10 @@ function renderOne(event: SessionEvent, color: boolean, ctx: RenderContext): Ren
     case 'tool.call':
       // An ACP agent's call says its kind and title; the chat engine's is the shell tool.
       return event.data.kind !== undefined || event.data.title !== undefined ? agentToolCallLines(event.data, color) : toolCallCard(event.data, color);
-    case 'tool.updated':
-      return agentToolUpdateLines(event.data, color);
+    case 'tool.updated': {
+      const title = event.data.title ?? ctx.toolTitles?.get(`${event.data.turnId} ${event.data.callId}`);
+      return agentToolUpdateLines(title !== undefined ? { ...event.data, title } : event.data, color);
+    }
     case 'plan.updated':
       return planLines(event.data, color);
     case 'acp.session':
@@ -130,6 +135,11 @@ function renderOne(event: SessionEvent, color: boolean, ctx: RenderContext): Ren
     default:
       return [];
   }
+}
+
+function rememberTitle(titles: Map<string, string>, event: SessionEvent): void {
+  if ((event.type === 'tool.call' || event.type === 'tool.updated') && event.data.title !== undefined) titles.set(`${event.data.turnId} ${event.data.callId}`, event.data.title);
+  else if (event.type === 'turn.completed') for (const k of titles.keys()) if (k.startsWith(`${event.data.turnId} `)) titles.delete(k);
 }
 
 function lastLine(text: string): string {

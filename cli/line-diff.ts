@@ -41,8 +41,9 @@ function editScript(a: string[], b: string[]): Op[] {
     let j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && am[i] === bm[j]) ops.push({ op: ' ', text: am[i]!, a: head + i++, b: head + j++ });
-      else if (j < m && (i >= n || lcs[i * w + j + 1]! >= lcs[(i + 1) * w + j]!)) ops.push({ op: '+', text: bm[j]!, a: head + i, b: head + j++ });
-      else ops.push({ op: '-', text: am[i]!, a: head + i++, b: head + j });
+      // Removals before additions, as diff(1) prints them.
+      else if (i < n && (j >= m || lcs[(i + 1) * w + j]! >= lcs[i * w + j + 1]!)) ops.push({ op: '-', text: am[i]!, a: head + i++, b: head + j });
+      else ops.push({ op: '+', text: bm[j]!, a: head + i, b: head + j++ });
     }
   }
   for (let k = 0; k < tail; k++) ops.push({ op: ' ', text: a[a.length - tail + k]!, a: a.length - tail + k, b: b.length - tail + k });
@@ -54,7 +55,9 @@ export function unifiedDiff(file: string, oldText: string | null, newText: strin
   const ops = editScript(splitLines(oldText ?? ''), splitLines(newText));
   const changed = ops.map((o, i) => (o.op !== ' ' ? i : -1)).filter((i) => i >= 0);
   if (changed.length === 0) return [];
-  const out = [oldText === null ? '--- /dev/null' : `--- a/${file}`, `+++ b/${file}`];
+  // An absolute path (what ACP agents send) is shown as it is; a relative one as git shows it.
+  const [from, to] = file.startsWith('/') ? [file, file] : [`a/${file}`, `b/${file}`];
+  const out = [oldText === null ? '--- /dev/null' : `--- ${from}`, `+++ ${to}`];
   let k = 0;
   while (k < changed.length) {
     const start = Math.max(0, changed[k]! - CONTEXT);

@@ -47,7 +47,12 @@ function write(chunk: string | Uint8Array): Promise<void> | undefined {
 
 /** `answers`: chat answers laid out (a terminal); without it their text is printed as it came. */
 async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number, json: boolean, color: boolean, answers?: AnswerBlocks): Promise<void> {
-  const ctx: { deniedTurns: Set<string>; previousHolder: RenderContext['previousHolder']; thought: AgentThought } = { deniedTurns: new Set(), previousHolder: null, thought: new AgentThought() };
+  const ctx: { deniedTurns: Set<string>; previousHolder: RenderContext['previousHolder']; thought: AgentThought; toolTitles: Map<string, string> } = {
+    deniedTurns: new Set(),
+    previousHolder: null,
+    thought: new AgentThought(),
+    toolTitles: new Map(),
+  };
   let atLineStart = true;
   let after = sinceSeq;
   for (;;) {
@@ -97,7 +102,7 @@ async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number,
     const previousHolder = ctx.previousHolder;
     if (e.type === 'lease.changed') ctx.previousHolder = e.data.holder;
     let text = answers ? asLines(answers.before(e)) : '';
-    for (const r of renderEvent(e, color, { deniedTurns: ctx.deniedTurns, previousHolder, thought: ctx.thought })) {
+    for (const r of renderEvent(e, color, { deniedTurns: ctx.deniedTurns, previousHolder, thought: ctx.thought, toolTitles: ctx.toolTitles })) {
       if (r.kind === 'output') {
         // A laid-out answer already ended its line.
         if (answers && e.type === 'message.completed') continue;

@@ -6,7 +6,7 @@ import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach/attach.js';
 import { displayWidth, fitWidth, padWidth } from './view/width.js';
-import { answerLayout, answerLines } from './chat-print.js';
+import { agentProgress, answerLayout, answerLines } from './chat-print.js';
 import { eventToJson, turnEndText } from './event-render.js';
 import { acpEngineOptions, addAcpOptions, engineText } from './acp-options.js';
 import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';
@@ -254,8 +254,9 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
     const s = await resolveSession(client, sessionArg);
     if (s.state === 'archived') fail(`session ${s.id} is archived; create a new one with \`astra new\``);
     const needsAnswer = s.approvalPolicy === 'ask';
-    // A chat turn may ask for approval again after each tool result: control stays here to the end.
-    const chat = s.engine === 'chat';
+    // A chat (or agent) turn may ask for approval again after each tool result: control stays here to the end.
+    const chat = s.engine === 'chat' || s.engine === 'acp';
+    const progress = s.engine === 'acp' && o.wait && !o.json ? agentProgress(out.color) : undefined;
     let answer: string | undefined;
     const lease = await acquireOrExplain(client, s.id);
 
@@ -285,16 +286,18 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
       const handle = (e: SessionEvent): void => {
         if ((e.data as { turnId?: unknown }).turnId !== turnId) return;
         if (o.wait && o.json) out.stdout(eventToJson(e));
+        if (progress) process.stderr.write(progress(e));
         switch (e.type) {
           case 'command.output':
             // A chat turn's answer is what stdout gets; its tools' output is the model's business.
             if (o.wait && !o.json && !chat) (e.data.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(e.data.data));
             return;
           case 'message.completed':
-            if (e.data.finishReason !== 'tool_calls') answer = e.data.text;
+            // An agent's answer is every message of its turn (between them it used tools).
+            if (e.data.finishReason !== 'tool_calls') answer = progress && answer ? `${answer}\n\n${e.data.text}` : e.data.text;
             return;
           case 'tool.call':
-            if (o.wait && !o.json) process.stderr.write(`astra: the model calls ${e.data.name} ${e.data.arguments}\n`);
+            if (o.wait && !o.json && !progress) process.stderr.write(`astra: the model calls ${e.data.name} ${e.data.arguments}\n`);
             return;
           case 'approval.requested':
             if (needsAnswer && !o.yes) {

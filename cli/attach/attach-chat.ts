@@ -16,6 +16,8 @@ export class AttachChat {
   private turnId: string | undefined;
   /** An agent's thought streaming (acp): dimmed output, its line ended by whatever comes next. */
   private readonly thought = new AgentThought();
+  /** An agent's tool calls' titles, for updates that name none (event-render.ts). */
+  readonly toolTitles = new Map<string, string>();
 
   constructor(private readonly view: AttachView) {
     this.answer = new StreamedAnswer(view.color);

@@ -77,7 +77,7 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
           '  l        redraw the status line;  ?  show these keys\n' +
           '  Ctrl-]   send Ctrl-] itself to the program\n' +
           'Otherwise (idle, a chat answer, a command on pipes):\n' +
-          '  Enter    start a turn with the typed line;  y / n  answer an approval\n' +
+          '  Enter    start a turn with the typed line;  y / n  answer an approval (an agent\'s options: 1..n)\n' +
           '  Ctrl-C   cancel the running turn (again, or with nothing running: detach)\n' +
           '  Ctrl-D   detach on an empty line (a running turn keeps running)\n' +
           '  Ctrl-T   take control (not with --observe, which is read-only)\n' +

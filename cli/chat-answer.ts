@@ -8,7 +8,7 @@ import { MarkdownLayout, lexMarkdown } from './chat-markdown.js';
 
 /** An answer ends with its message.completed; anything else of its turn after the text ends it too. */
 export function endsAnswer(type: string): boolean {
-  return type === 'message.completed' || type === 'turn.completed' || type === 'tool.call' || type === 'command.started';
+  return type === 'message.completed' || type === 'turn.completed' || type === 'tool.call' || type === 'command.started' || type === 'thought.delta' || type === 'plan.updated' || type === 'tool.updated';
 }
 
 export class StreamedAnswer {

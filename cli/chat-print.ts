@@ -4,6 +4,8 @@
 // chat-answer.ts) — with no second renderer. To a pipe or a file, or with --raw, it is the text as
 // the model sent it, unchanged: scripts read that.
 import type { SessionEvent } from '../protocol/index.js';
+import { AgentThought } from './acp-render.js';
+import { renderEvent } from './event-render.js';
 import { StreamedAnswer, endsAnswer } from './chat-answer.js';
 import { renderMarkdown } from './chat-markdown.js';
 
@@ -59,4 +61,23 @@ export class AnswerBlocks {
     this.turnId = undefined;
     return this.answer.end(this.layout.width);
   }
+}
+
+const AGENT_PROGRESS = new Set(['thought.delta', 'plan.updated', 'tool.call', 'tool.updated', 'message.completed', 'turn.completed']);
+
+/**
+ * What `astra send --wait` writes to stderr while an ACP agent works (its answer goes to stdout at
+ * the end): its thoughts, plan and tool calls as `astra attach` and `astra log` show them. Called
+ * with each event of the turn; a thought's line is ended by the next event shown or the turn's end.
+ */
+export function agentProgress(color: boolean): (event: SessionEvent) => string {
+  const thought = new AgentThought();
+  const toolTitles = new Map<string, string>();
+  return (event) => {
+    if (!AGENT_PROGRESS.has(event.type)) return '';
+    if (event.type === 'message.completed' || event.type === 'turn.completed') return thought.close();
+    return renderEvent(event, color, { thought, toolTitles })
+      .map((r) => (r.kind === 'line' ? `${r.text}\n` : r.text))
+      .join('');
+  };
 }

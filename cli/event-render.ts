@@ -2,6 +2,7 @@
 import type { SessionEvent } from '../protocol/index.js';
 import { cleanText, paint } from './output.js';
 import { describeHolder } from './session-util.js';
+import { AgentThought, agentToolCallLines, agentToolUpdateLines, optionsText, planLines } from './acp-render.js';
 
 /** A piece of what to print: command output verbatim, or a whole informational line. */
 export type Rendered = { kind: 'output'; stream: 'stdout' | 'stderr'; text: string } | { kind: 'line'; text: string };
@@ -39,10 +40,22 @@ export interface RenderContext {
   deniedTurns?: ReadonlySet<string>;
   /** Who held control before this event: a release names nobody in the event itself. */
   previousHolder?: { clientName: string; pid?: number | undefined } | null;
+  /** An agent's thought being printed: labelled once, its line ended when something else comes. */
+  thought?: AgentThought;
+  /** An agent's tool calls' titles by turn and call id, so an update that names no title shows it (kept until the turn ends). */
+  toolTitles?: Map<string, string>;
 }
 
 /** One event as terminal text. The controller's approval prompt is drawn by attach itself. */
 export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderContext = {}): Rendered[] {
+  if (event.type === 'thought.delta') return [{ kind: 'output', stream: 'stdout', text: ctx.thought ? ctx.thought.delta(event.data.text, color) : paint(color, 'dim', event.data.text) }];
+  const endThought = ctx.thought?.close();
+  if (ctx.toolTitles) rememberTitle(ctx.toolTitles, event);
+  const rendered = renderOne(event, color, ctx);
+  return endThought ? [{ kind: 'output', stream: 'stdout', text: endThought }, ...rendered] : rendered;
+}
+
+function renderOne(event: SessionEvent, color: boolean, ctx: RenderContext): Rendered[] {
   const dim = (s: string) => paint(color, 'dim', s);
   const line = (text: string): Rendered[] => [{ kind: 'line', text }];
   switch (event.type) {
@@ -67,7 +80,16 @@ export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderCont
           : []),
       ];
     case 'tool.call':
-      return toolCallCard(event.data, color);
+      // An ACP agent's call says its kind and title; the chat engine's is the shell tool.
+      return event.data.kind !== undefined || event.data.title !== undefined ? agentToolCallLines(event.data, color) : toolCallCard(event.data, color);
+    case 'tool.updated': {
+      const title = event.data.title ?? ctx.toolTitles?.get(`${event.data.turnId} ${event.data.callId}`);
+      return agentToolUpdateLines(title !== undefined ? { ...event.data, title } : event.data, color);
+    }
+    case 'plan.updated':
+      return planLines(event.data, color);
+    case 'acp.session':
+      return line(dim(`agent ${cleanText(event.data.agent)}: ${event.data.how === 'loaded' ? 'its session loaded again' : 'a new session'}${event.data.note ? ` (${cleanText(event.data.note)})` : ''}`));
     case 'tool.result': {
       const exit = event.data.exitCode !== undefined && event.data.exitCode !== null ? `, exit ${event.data.exitCode}` : '';
       const colour = event.data.status === 'succeeded' ? 'green' : event.data.status === 'failed' ? 'red' : 'yellow';
@@ -85,11 +107,14 @@ export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderCont
       const how = event.data.signal ? `killed by ${event.data.signal}` : `exit ${event.data.exitCode ?? '?'}`;
       return line(dim(`[command ${how}]`));
     }
-    case 'approval.requested':
-      return line(paint(color, 'yellow', `approval requested: run \`${event.data.command}\` in ${event.data.cwd}${event.data.reason ? ` (${event.data.reason})` : ''}`));
+    case 'approval.requested': {
+      // An agent's permission request names its choices (the controller picks one by number).
+      const choices = event.data.options?.length ? ` — ${optionsText(event.data.options)}` : '';
+      return line(paint(color, 'yellow', `approval requested: run \`${event.data.command}\` in ${event.data.cwd}${event.data.reason ? ` (${event.data.reason})` : ''}${choices}`));
+    }
     case 'approval.resolved': {
       const by = event.data.by?.clientName ? ` by ${event.data.by.clientName}` : '';
-      const why = event.data.reason ? ` (${event.data.reason})` : '';
+      const why = event.data.reason ? ` (${event.data.reason})` : event.data.optionId !== undefined ? ` (option ${cleanText(event.data.optionId)})` : '';
       // A deny nobody gave is a request withdrawn (the turn was cancelled, the daemon restarted).
       const what = event.data.decision === 'approve' ? 'approved' : event.data.by ? 'denied' : 'approval withdrawn';
       return line(paint(color, event.data.decision === 'approve' ? 'green' : 'yellow', `${what}${by}${why}`));
@@ -110,6 +135,11 @@ export function renderEvent(event: SessionEvent, color: boolean, ctx: RenderCont
     default:
       return [];
   }
+}
+
+function rememberTitle(titles: Map<string, string>, event: SessionEvent): void {
+  if ((event.type === 'tool.call' || event.type === 'tool.updated') && event.data.title !== undefined) titles.set(`${event.data.turnId} ${event.data.callId}`, event.data.title);
+  else if (event.type === 'turn.completed') for (const k of titles.keys()) if (k.startsWith(`${event.data.turnId} `)) titles.delete(k);
 }
 
 function lastLine(text: string): string {

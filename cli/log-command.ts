@@ -9,6 +9,7 @@ import type { SessionEvent } from '../protocol/index.js';
 import type { AstraClient } from '../client/index.js';
 import { AnswerBlocks, answerLayout } from './chat-print.js';
 import { renderEvent, type RenderContext } from './event-render.js';
+import { AgentThought } from './acp-render.js';
 import { fail, paint, type Output } from './output.js';
 import { SESSION_ARG } from './manage-commands.js';
 import { resolveSession, withClient } from './session-util.js';
@@ -46,7 +47,12 @@ function write(chunk: string | Uint8Array): Promise<void> | undefined {
 
 /** `answers`: chat answers laid out (a terminal); without it their text is printed as it came. */
 async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number, json: boolean, color: boolean, answers?: AnswerBlocks): Promise<void> {
-  const ctx: { deniedTurns: Set<string>; previousHolder: RenderContext['previousHolder'] } = { deniedTurns: new Set(), previousHolder: null };
+  const ctx: { deniedTurns: Set<string>; previousHolder: RenderContext['previousHolder']; thought: AgentThought; toolTitles: Map<string, string> } = {
+    deniedTurns: new Set(),
+    previousHolder: null,
+    thought: new AgentThought(),
+    toolTitles: new Map(),
+  };
   let atLineStart = true;
   let after = sinceSeq;
   for (;;) {
@@ -86,12 +92,17 @@ async function printHistory(c: AstraClient, sessionId: string, sinceSeq: number,
       atLineStart = bytes[bytes.length - 1] === 0x0a;
       return bytes;
     }
-    if (answers && e.type === 'message.delta') return asLines(answers.delta(e.data.turnId, e.data.text)) || undefined;
+    if (answers && e.type === 'message.delta') {
+      // An agent's thought before the answer ends its line first.
+      const endThought = ctx.thought.close();
+      if (endThought) atLineStart = true;
+      return endThought + asLines(answers.delta(e.data.turnId, e.data.text)) || undefined;
+    }
     if (e.type === 'approval.resolved' && e.data.decision === 'deny' && e.data.by) ctx.deniedTurns.add(e.data.turnId);
     const previousHolder = ctx.previousHolder;
     if (e.type === 'lease.changed') ctx.previousHolder = e.data.holder;
     let text = answers ? asLines(answers.before(e)) : '';
-    for (const r of renderEvent(e, color, { deniedTurns: ctx.deniedTurns, previousHolder })) {
+    for (const r of renderEvent(e, color, { deniedTurns: ctx.deniedTurns, previousHolder, thought: ctx.thought, toolTitles: ctx.toolTitles })) {
       if (r.kind === 'output') {
         // A laid-out answer already ended its line.
         if (answers && e.type === 'message.completed') continue;

@@ -6,8 +6,9 @@ import { AstraError, type DaemonStatus, type Session, type SessionEvent } from '
 import type { AstraClient } from '../client/index.js';
 import { attach } from './attach/attach.js';
 import { displayWidth, fitWidth, padWidth } from './view/width.js';
-import { answerLayout, answerLines } from './chat-print.js';
+import { agentProgress, answerLayout, answerLines } from './chat-print.js';
 import { eventToJson, turnEndText } from './event-render.js';
+import { acpEngineOptions, addAcpOptions, engineText } from './acp-options.js';
 import { ExitCode, cleanText, fail, style, wrapText, type Output } from './output.js';
 import { SESSION_ARG, registerManageCommands } from './manage-commands.js';
 import { acquireOrExplain, connectClient, describeHolder, formatAgo, listAllSessions, resolveSession, withClient } from './session-util.js';
@@ -16,18 +17,18 @@ import { acquireOrExplain, connectClient, describeHolder, formatAgo, listAllSess
 const EXIT_CANCELLED = 130;
 
 export function registerSessionCommands(program: Command, out: Output, env: NodeJS.ProcessEnv, setExit: (code: number) => void): void {
-  program
+  addAcpOptions(program
     .command('new')
     .description('create a session and print its id (only the id, so `id=$(astra new)` works)')
     .option('--title <title>', 'a title shown in `astra sessions`')
     .option('--cwd <dir>', 'the directory commands run in (default: the current one)')
     .addOption(new Option('--approval <policy>', 'ask: the controller approves each command; auto: run at once').choices(['ask', 'auto']).default('ask'))
     .option('--approval-timeout <seconds>', 'an approval nobody answers within this long is denied (default: it waits)')
-    .option('--engine <name>', 'shell (a turn is a command line), chat (a turn is a message to a model); default shell, or chat with --model')
+    .option('--engine <name>', 'shell (a turn is a command line), chat (a turn is a message to a model), acp (a prompt to an agent, with --agent); default shell, chat with --model, acp with --agent')
     .option('--model <name>', 'chat: the model the server knows, e.g. llama3.1 (default: the daemon\'s ASTRA_CHAT_MODEL)')
     .option('--base-url <url>', 'chat: the OpenAI-compatible API base, e.g. http://127.0.0.1:11434/v1 (default: the daemon\'s ASTRA_CHAT_BASE_URL)')
     .option('--system-prompt <text>', 'chat: replaces the built-in system prompt')
-    .option('--max-steps <n>', 'chat: model requests per turn (default 25)')
+    .option('--max-steps <n>', 'chat: model requests per turn (default 25)'))
     .action(async (o: NewOptions) => {
       const cwd = path.resolve(o.cwd ?? process.cwd());
       const params = newSessionParams(o, cwd);
@@ -76,7 +77,7 @@ export function registerSessionCommands(program: Command, out: Output, env: Node
           '  l        redraw the status line;  ?  show these keys\n' +
           '  Ctrl-]   send Ctrl-] itself to the program\n' +
           'Otherwise (idle, a chat answer, a command on pipes):\n' +
-          '  Enter    start a turn with the typed line;  y / n  answer an approval\n' +
+          '  Enter    start a turn with the typed line;  y / n  answer an approval (an agent\'s options: 1..n)\n' +
           '  Ctrl-C   cancel the running turn (again, or with nothing running: detach)\n' +
           '  Ctrl-D   detach on an empty line (a running turn keeps running)\n' +
           '  Ctrl-T   take control (not with --observe, which is read-only)\n' +
@@ -179,12 +180,6 @@ function printSessionTable(out: Output, sessions: Session[], live: Map<string, D
   for (const r of rows) out.stdout(fmt(r));
 }
 
-/** The engine, and the chat engine's model ("chat llama3.1"). */
-function engineText(s: Session): string {
-  const model = s.engineOptions?.model;
-  return typeof model === 'string' ? `${s.engine} ${fitWidth(cleanText(model), 24)}` : s.engine;
-}
-
 /** Resolves with the turn's `turn.completed` (the subscription starts at `sinceSeq`, so it cannot be missed). */
 async function waitForTurnEnd(client: AstraClient, sessionId: string, sinceSeq: number, turnId: string): Promise<SessionEvent<'turn.completed'>> {
   return new Promise((resolve, reject) => {
@@ -210,6 +205,8 @@ interface NewOptions {
   systemPrompt?: string;
   maxSteps?: string;
   approvalTimeout?: string;
+  agent?: string;
+  agentEnv?: string[];
 }
 
 /** session/create's params from `astra new`'s flags; the daemon checks the chat options (a bad URL is its invalid_params). */
@@ -226,7 +223,8 @@ function newSessionParams(o: NewOptions, cwd: string): NewSessionParams {
     chat.maxSteps = n;
   }
   const hasChat = Object.keys(chat).length > 0;
-  const engine = o.engine ?? (hasChat ? 'chat' : undefined);
+  const engine = o.engine ?? (hasChat ? 'chat' : o.agent !== undefined || o.agentEnv !== undefined ? 'acp' : undefined);
+  if ((o.agent !== undefined || o.agentEnv !== undefined) && engine !== 'acp') fail(`--agent and --agent-env are options of the acp engine: use --engine acp (not ${engine})`);
   if (hasChat && engine !== 'chat') fail(`--model, --base-url, --system-prompt and --max-steps are options of the chat engine: use --engine chat (not ${engine})`);
   const p: NewSessionParams = { cwd, approvalPolicy: o.approval };
   if (o.approvalTimeout !== undefined) {
@@ -237,6 +235,7 @@ function newSessionParams(o: NewOptions, cwd: string): NewSessionParams {
   if (o.title !== undefined) p.title = o.title;
   if (engine !== undefined) p.engine = engine;
   if (engine === 'chat') p.engineOptions = chat;
+  if (engine === 'acp') p.engineOptions = acpEngineOptions(o.agent, o.agentEnv);
   return p;
 }
 
@@ -255,8 +254,9 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
     const s = await resolveSession(client, sessionArg);
     if (s.state === 'archived') fail(`session ${s.id} is archived; create a new one with \`astra new\``);
     const needsAnswer = s.approvalPolicy === 'ask';
-    // A chat turn may ask for approval again after each tool result: control stays here to the end.
-    const chat = s.engine === 'chat';
+    // A chat (or agent) turn may ask for approval again after each tool result: control stays here to the end.
+    const chat = s.engine === 'chat' || s.engine === 'acp';
+    const progress = s.engine === 'acp' && o.wait && !o.json ? agentProgress(out.color) : undefined;
     let answer: string | undefined;
     const lease = await acquireOrExplain(client, s.id);
 
@@ -286,16 +286,18 @@ async function send(env: NodeJS.ProcessEnv, out: Output, sessionArg: string, tex
       const handle = (e: SessionEvent): void => {
         if ((e.data as { turnId?: unknown }).turnId !== turnId) return;
         if (o.wait && o.json) out.stdout(eventToJson(e));
+        if (progress) process.stderr.write(progress(e));
         switch (e.type) {
           case 'command.output':
             // A chat turn's answer is what stdout gets; its tools' output is the model's business.
             if (o.wait && !o.json && !chat) (e.data.stream === 'stderr' ? process.stderr : process.stdout).write(Buffer.from(e.data.data));
             return;
           case 'message.completed':
-            if (e.data.finishReason !== 'tool_calls') answer = e.data.text;
+            // An agent's answer is every message of its turn (between them it used tools).
+            if (e.data.finishReason !== 'tool_calls') answer = progress && answer ? `${answer}\n\n${e.data.text}` : e.data.text;
             return;
           case 'tool.call':
-            if (o.wait && !o.json) process.stderr.write(`astra: the model calls ${e.data.name} ${e.data.arguments}\n`);
+            if (o.wait && !o.json && !progress) process.stderr.write(`astra: the model calls ${e.data.name} ${e.data.arguments}\n`);
             return;
           case 'approval.requested':
             if (needsAnswer && !o.yes) {

@@ -27,6 +27,7 @@ export class ApprovalAnswers {
     const decision = typeof answer === 'string' ? answer : answer?.decision;
     if (decision !== 'approve' && decision !== 'deny')
       throw new AstraError('invalid_params', `the approval handler answered ${JSON.stringify(answer)}; it must return 'approve' or 'deny'`);
-    return { decision };
+    const optionId = typeof answer === 'object' ? answer.optionId : undefined;
+    return optionId === undefined ? { decision } : { decision, optionId };
   }
 }

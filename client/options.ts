@@ -58,7 +58,9 @@ export interface AcquireControllerOptions {
 }
 
 export type ApprovalRequest = ServerParamsOf<'approval/request'>;
-export type ApprovalHandler = (request: ApprovalRequest) => Decision | { decision: Decision } | Promise<Decision | { decision: Decision }>;
+/** `optionId`: one of the request's `options` (an acp agent's), whose kind agrees with the decision. */
+export type ApprovalAnswer = Decision | { decision: Decision; optionId?: string };
+export type ApprovalHandler = (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
 
 /** 'stopped': the daemon was stopped on purpose (`astra daemon stop`); nothing reconnects until resume(). */
 export type ClientState = 'connected' | 'reconnecting' | 'stopped' | 'closed';

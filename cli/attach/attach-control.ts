@@ -5,6 +5,7 @@ import { AstraError, isAstraError, type Session, type SessionEvent } from '../..
 import type { AstraClient, ApprovalRequest, ControllerLease, LeaseLost } from '../../client/index.js';
 import type { ApprovalClock } from './attach-approval.js';
 import type { AttachLeaseFile } from './attach-resume.js';
+import { optionsText } from '../acp-render.js';
 import { describeHolder, holderOf, type HolderLike } from '../session-util.js';
 
 export interface ControlHost {
@@ -20,10 +21,13 @@ export interface ControlHost {
   refresh(): void;
 }
 
+/** An answer: the decision, and the agent's option picked (acp approvals carry options). */
+type Answer = { decision: 'approve' | 'deny'; optionId?: string };
+
 interface PendingApproval {
   request: ApprovalRequest;
-  promise: Promise<'approve' | 'deny'>;
-  resolve: (d: 'approve' | 'deny') => void;
+  promise: Promise<Answer>;
+  resolve: (a: Answer) => void;
   reject: (e: AstraError) => void;
 }
 
@@ -72,9 +76,11 @@ export class AttachControl {
     leaseNote: string | undefined;
     takenBy: HolderLike | undefined;
     approvalLeft: string | undefined;
+    approvalOptions: number | undefined;
   } {
     const approvalLeft = this.approvalAsked ? this.clock.left() : undefined;
-    return { controller: this.controller, controllerGraceUntil: this.controllerGraceUntil, leaseNote: this.leaseNote, takenBy: this.takenBy, approvalLeft };
+    const approvalOptions = this.approvalAsked ? this.approval?.request.options?.length || undefined : undefined;
+    return { controller: this.controller, controllerGraceUntil: this.controllerGraceUntil, leaseNote: this.leaseNote, takenBy: this.takenBy, approvalLeft, approvalOptions };
   }
 
   async tryAcquire(takeover: boolean, initial: boolean): Promise<void> {
@@ -170,14 +176,14 @@ export class AttachControl {
     void this.tryAcquire(false, false);
   }
 
-  onApprovalRequest(request: ApprovalRequest): Promise<'approve' | 'deny'> {
+  onApprovalRequest(request: ApprovalRequest): Promise<Answer> {
     const h = this.host;
     if (request.sessionId !== h.id) return Promise.reject(new AstraError('not_found', 'this terminal only answers for its own session'));
     if (this.approval?.request.approvalId === request.approvalId) return this.approval.promise;
     this.dropApproval(new AstraError('invalid_state', 'a newer approval request replaced this one'));
-    let resolve!: (d: 'approve' | 'deny') => void;
+    let resolve!: (a: Answer) => void;
     let reject!: (e: AstraError) => void;
-    const promise = new Promise<'approve' | 'deny'>((res, rej) => {
+    const promise = new Promise<Answer>((res, rej) => {
       resolve = res;
       reject = rej;
     });
@@ -185,8 +191,9 @@ export class AttachControl {
     this.clock.asked(request.expiresAt ?? undefined);
     // The request itself is printed from the event stream; without a footer the prompt needs a line,
     // and one printed as someone else's question needs saying that it is ours now.
-    if (!h.view.tty) h.view.line(`approve \`${request.command}\`? press y or n`);
-    else if (this.watchedApprovals.has(request.approvalId)) h.notice(`you control ${h.id} now: the approval of \`${request.command}\` is yours to answer (y or n)`, 'yellow');
+    const keys = request.options?.length ? `${optionsText(request.options)}; or y or n` : 'y or n';
+    if (!h.view.tty) h.view.line(`approve \`${request.command}\`? press ${keys}`);
+    else if (this.watchedApprovals.has(request.approvalId)) h.notice(`you control ${h.id} now: the approval of \`${request.command}\` is yours to answer (${keys})`, 'yellow');
     h.refresh();
     return promise;
   }
@@ -199,13 +206,24 @@ export class AttachControl {
     this.dropApproval(new AstraError('not_found', 'the approval was resolved elsewhere'), why);
   }
 
-  answerApproval(decision: 'approve' | 'deny'): void {
+  /**
+   * Answers the prompt: y/n ('approve'/'deny'), or the agent's option by its number (1-based), which
+   * sends its optionId with the decision its kind makes. False for a number that is not an option.
+   */
+  answerApproval(choice: 'approve' | 'deny' | number): boolean {
     const a = this.approval;
-    if (!a) return;
+    if (!a) return true;
+    let answer: Answer;
+    if (typeof choice === 'number') {
+      const o = a.request.options?.[choice - 1];
+      if (!o) return false;
+      answer = { decision: o.kind.startsWith('allow') ? 'approve' : 'deny', optionId: o.optionId };
+    } else answer = { decision: choice };
     this.approval = undefined;
     this.clock.answered();
-    a.resolve(decision);
+    a.resolve(answer);
     this.host.refresh();
+    return true;
   }
 
   /** The prompt goes; `why`: it was settled another way, said if a y/n typed for it follows at once. */

@@ -51,7 +51,8 @@ export interface KeyHost {
   /** The turn whose command runs in a pseudo-terminal and has the screen. */
   readonly screenTurnId: string | undefined;
   sendToProgram(turnId: string, data: Buffer): void;
-  answerApproval(decision: 'approve' | 'deny'): void;
+  /** y/n, or an agent's option by number (false: no such option). */
+  answerApproval(choice: 'approve' | 'deny' | number): boolean;
   /** A key typed just after the approval prompt vanished: true when it was a late answer, swallowed and explained. */
   lateApprovalKey(text: string): boolean;
   startTurn(text: string): void;
@@ -167,10 +168,11 @@ export class AttachKeys {
     if (h.approvalAsked && h.isController) {
       if (k === 'y' || k === 'Y') h.answerApproval('approve');
       else if (k === 'n' || k === 'N') h.answerApproval('deny');
+      else if (typeof k === 'string' && /^[1-9]$/.test(k) && h.answerApproval(Number(k))) return;
       else if (k === 'ctrl-c') h.cancelTurn();
       else if (k === 'ctrl-d') h.detach('Ctrl-D');
       else if (k === 'ctrl-l') h.redraw();
-      else h.hint('answer the approval first: y approves, n denies', true);
+      else h.hint('answer the approval first: y approves, n denies (an agent\'s options: their number)', true);
       return;
     }
     switch (k) {

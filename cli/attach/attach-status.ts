@@ -27,6 +27,8 @@ export interface StatusState {
   approvalAsked: boolean;
   /** The time left to answer it ("45s left"), when it has a deadline. */
   approvalLeft?: string | undefined;
+  /** The agent's options of the approval (acp): picked by number. */
+  approvalOptions?: number | undefined;
   input: string;
   /** The input line being edited (the controller, idle). */
   editor?: Footer['editor'];
@@ -62,13 +64,13 @@ export function statusFooter(s: StatusState, color: boolean): Footer {
   if (disk) colour = 'red';
   let keys: string;
   if (s.connection === 'stopped') keys = 'Enter restart · Ctrl-D leave';
-  else if (s.me) keys = s.approvalAsked ? 'y approve · n deny' : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
+  else if (s.me) keys = s.approvalAsked ? `${s.approvalOptions ? `1-${s.approvalOptions} pick · ` : ''}y approve · n deny` : s.turn === 'turn running' || s.turn === 'cancelling' ? 'Ctrl-C cancel · Ctrl-D detach' : 'Ctrl-D detach';
   else keys = s.readOnly ? 'Ctrl-D detach' : 'Ctrl-T take · Ctrl-D detach';
   if (s.prefixArmed) keys = `${s.prefixArmed} pressed: c cancel · d detach · t take · Esc back`;
   const title = fitWidth(cleanText(s.title), 24);
   const status = ` ${role} │ ${s.turn}${conn}${disk} │ ${keys}${detail ? ` │ ${detail}` : ''} │ ${s.id}${title ? ` "${title}"` : ''}`;
   let promptPrefix: string;
-  if (s.approvalAsked) promptPrefix = paint(color, 'yellow', `approve the command above?${s.approvalLeft ? ` (${s.approvalLeft})` : ''} [y/n] `);
+  if (s.approvalAsked) promptPrefix = paint(color, 'yellow', `approve the command above?${s.approvalLeft ? ` (${s.approvalLeft})` : ''} [${s.approvalOptions ? `1-${s.approvalOptions}/` : ''}y/n] `);
   else if (s.me) promptPrefix = paint(color, 'bold', '❯ ');
   else promptPrefix = paint(color, 'dim', s.readOnly ? '(read-only) ' : '(observing) ');
   return { status, statusColour: colour, promptPrefix, input: s.input, editor: s.editor };

@@ -228,7 +228,7 @@ class Attach implements KeyHost {
     }
     this.control.onEvent(event);
     if (this.chat.onEvent(event)) return this.refresh();
-    for (const r of renderEvent(event, this.view.color, { deniedTurns: this.control.deniedTurns, previousHolder })) {
+    for (const r of renderEvent(event, this.view.color, { deniedTurns: this.control.deniedTurns, previousHolder, toolTitles: this.chat.toolTitles })) {
       // An approval is printed once: observers are told who must answer; the controller's prompt is the footer.
       if (event.type === 'approval.requested' && this.live && !this.isController && r.kind === 'line') {
         this.control.watchedApprovals.add(event.data.approvalId);
@@ -290,8 +290,8 @@ class Attach implements KeyHost {
     else void this.control.tryAcquire(true, false).then(() => this.program.sendSize());
   }
 
-  answerApproval(decision: 'approve' | 'deny'): void {
-    this.control.answerApproval(decision);
+  answerApproval(choice: 'approve' | 'deny' | number): boolean {
+    return this.control.answerApproval(choice);
   }
 
   lateApprovalKey(text: string): boolean {

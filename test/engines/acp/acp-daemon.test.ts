@@ -24,7 +24,8 @@ async function setup(extra: Record<string, string> = {}) {
   const r = await runCli(['daemon', 'start'], env);
   expect(r.code, r.stderr).toBe(0);
   const driver = async (name: string) => {
-    const d = new Driver(env, name);
+    // These tests read acp.update's `update`, an experimental field (protocol/capabilities.ts).
+    const d = new Driver(env, name, { DRIVER_EXPERIMENTAL: '1' });
     drivers.push(d);
     return d.ready();
   };

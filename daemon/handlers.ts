@@ -6,7 +6,7 @@ import type { Runtime } from '../runtime/index.js';
 import type { LeaseHost } from './lease-host.js';
 import type { Peer } from './peer.js';
 import type { Capabilities } from './capabilities.js';
-import { withoutExperimentalFields } from './experimental-fields.js';
+import { withoutExperimentalFields } from './event-bodies.js';
 import type { Handlers } from './router.js';
 import type { SubscriptionHub } from './subscriptions.js';
 import type { TurnOwners } from './turn-owners.js';

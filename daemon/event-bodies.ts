@@ -1,10 +1,31 @@
-// The experimental event fields (protocol/capabilities.ts EXPERIMENTAL_EVENT_FIELDS) left out for a
-// connection that did not opt in (capabilities.experimentalApi): in what subscriptions deliver and in
-// session/read. An event of another type is never decoded for this (its type is peeked); one that
+// The body an event goes out with to one subscription (subscriptions.ts): as stored, compact
+// (textFromDeltas: text-from-deltas.ts), or without its experimental fields.
+//
+// The experimental event fields (protocol/capabilities.ts EXPERIMENTAL_EVENT_FIELDS) are left out for
+// a connection that did not opt in (capabilities.experimentalApi): in what subscriptions deliver and
+// in session/read. An event of another type is never decoded for this (its type is peeked); one that
 // has such a field is encoded once without it, for every such subscriber (the last one kept).
 import { EXPERIMENTAL_EVENT_FIELDS, type EventType, type SessionEvent } from '../protocol/index.js';
 import { packEventBody } from '../ipc/index.js';
 import type { StoredEvent } from '../runtime/index.js';
+import { CompactCompletions } from './text-from-deltas.js';
+
+export { countText } from './text-from-deltas.js';
+
+/** One per hub: each kind of body made once per event for every subscriber that gets it. */
+export class EventBodies {
+  private readonly compact = new CompactCompletions();
+  private readonly experimental = new ExperimentalFields();
+
+  /**
+   * The body (without its map header) `event` goes out with instead of its stored one; undefined
+   * when the stored one goes (with its extra part). `deltaChars`: the subscription's textFromDeltas
+   * counts; `experimentalApi`: its connection opted in.
+   */
+  tailFor(event: StoredEvent, deltaChars: Map<string, number> | undefined, experimentalApi: boolean): Buffer | undefined {
+    return (deltaChars ? this.compact.tailFor(deltaChars, event) : undefined) ?? (experimentalApi ? undefined : this.experimental.tailFor(event));
+  }
+}
 
 function fieldsOf(type: string): readonly string[] | undefined {
   return EXPERIMENTAL_EVENT_FIELDS[type as EventType];

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
 import { cleanupHome, envFor, jsonLines, makeHome, ROOT, runCli, startNode } from '../helpers/processes.js';
+import { pair, request, startWeb, stopAllWebs } from '../web/gateway-helpers.js';
 
 const AGENT = path.join(ROOT, 'test', 'engines', 'acp', 'fixtures', 'fake-agent.mjs');
 const OFFLINE_DAEMON = path.join(ROOT, 'test', 'fixtures', 'unavailable-engine-daemon.mjs');
@@ -15,6 +16,7 @@ const OFFLINE_DAEMON = path.join(ROOT, 'test', 'fixtures', 'unavailable-engine-d
 const homes: string[] = [];
 const drivers: Driver[] = [];
 afterEach(async () => {
+  await stopAllWebs();
   for (const d of drivers.splice(0)) d.kill();
   await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
 });
@@ -146,5 +148,16 @@ describe('capability discovery', () => {
     expect(plain.events(sessionId).map((e) => e.seq)).toEqual(opted.events(sessionId).map((e) => e.seq));
     expect(updates((await plain.call('session/read', { sessionId })).events)).toEqual([{ turnId, kind: 'future_update_kind' }]);
     expect(updates((await opted.call('session/read', { sessionId })).events)[0]).toHaveProperty('update');
+  });
+
+  it('GET /v1/capabilities says the same of the daemon as initialize: engines, user agent, home, platform', async () => {
+    const { home, env } = await started();
+    const d = await driver(env, 'caps');
+    const g = await startWeb(env);
+    const cookie = await pair(g.port, g.link);
+    const r = await request(g.port, 'GET', '/v1/capabilities', { cookie, tab: 't' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ engines: d.init.engines, userAgent: d.init.userAgent, home, platform: process.platform });
+    expect(engine(r.body as Line, 'chat')).toMatchObject({ available: false, reason: expect.stringMatching(/^not configured/) });
   });
 });

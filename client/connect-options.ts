@@ -19,6 +19,8 @@ export interface ConnectOptions {
   optOutNotificationMethods?: string[];
   /** Ask for `session/events` (several events per frame when behind); the caller must handle it. */
   batchEvents?: boolean;
+  /** Take the experimental surface (capabilities.experimentalApi): experimental methods and event fields. Default false. */
+  experimentalApi?: boolean;
   /**
    * When the running daemon speaks another protocol version and says it is idle (no other client,
    * no running turn), stop it (SIGTERM) and start one of this version instead of failing with

@@ -145,6 +145,7 @@ async function handshakeOnce(record: DiscoveryRecord, opts: ConnectOptions, dead
     const capabilities: Record<string, unknown> = {};
     if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
     if (opts.batchEvents) capabilities.batchEvents = true;
+    if (opts.experimentalApi) capabilities.experimentalApi = true;
     if (Object.keys(capabilities).length > 0) params.capabilities = capabilities;
     const init = await conn.request('initialize', params, { timeoutMs: Math.max(1, deadline - Date.now()) });
     const problem = initializeResultSchema.check(init, 'initialize result');

@@ -35,6 +35,8 @@ export interface AstraClientOptions {
   replaceIdleIncompatibleDaemon?: boolean;
   /** Notification methods the daemon should not send to this client. */
   optOutNotificationMethods?: string[];
+  /** Take the experimental surface (capabilities.experimentalApi): experimental methods and event fields. Default false. */
+  experimentalApi?: boolean;
   /**
    * How much of what the daemon sends is checked. 'envelope' (the default): frames from the daemon
    * the token authenticated, speaking this protocol version, are trusted for shape — each frame's
@@ -131,6 +133,7 @@ export function connectOptionsOf(o: AstraClientOptions, startRequested: boolean)
     ...(o.daemonArgs !== undefined ? { daemonArgs: o.daemonArgs } : {}),
     ...(o.replaceIdleIncompatibleDaemon !== undefined ? { replaceIdleIncompatibleDaemon: o.replaceIdleIncompatibleDaemon } : {}),
     ...(o.optOutNotificationMethods !== undefined ? { optOutNotificationMethods: o.optOutNotificationMethods } : {}),
+    ...(o.experimentalApi === true ? { experimentalApi: true } : {}),
     ...(o.onWaiting !== undefined ? { onWaiting: o.onWaiting } : {}),
     ...(o.onRestartWait !== undefined ? { onRestartWait: o.onRestartWait } : {}),
   };

@@ -23,6 +23,7 @@ import { acpEngineConfig, chatEngineConfig, createAcpEngine, createChatEngine, c
 import { Runtime, type Engine } from '../runtime/index.js';
 import { resolveConfig, type DaemonConfig, type DaemonOptions } from './config.js';
 import { createHandlers } from './handlers.js';
+import { capabilitiesFor } from './capabilities.js';
 import { TurnOwners } from './turn-owners.js';
 import { armHandshakeDeadline, handshake, type HandshakeContext } from './handshake.js';
 import { LeaseHost } from './lease-host.js';
@@ -152,11 +153,13 @@ export class Daemon {
       hub: this.hub,
       now: this.now,
       status: () => this.status(),
+      capabilities: (peer) => capabilitiesFor(capabilitySource, peer),
       requestStop: (restart, message, caller) => {
         setImmediate(() => void this.stop(restart ? 'restarting' : 'stopped', message));
         return [...this.peers.values()].filter((p) => p.authenticated && p !== caller).length;
       },
     });
+    const capabilitySource = { engines: this.engines, home: this.paths.home ?? this.paths.dataDir, methods: servedMethods(handlers) };
     this.route = createRouter(handlers, {
       checkController: (sessionId, peer, epoch) => this.leaseHost.check(sessionId, peer.id, epoch),
       checkAcceptingMutations: () => {
@@ -168,7 +171,7 @@ export class Daemon {
       token: this.token,
       startedAt: this.startedAt,
       maxInputChars: this.cfg.maxInputChars,
-      methods: servedMethods(handlers),
+      capabilities: (peer) => capabilitiesFor(capabilitySource, peer),
       // This connection is the only one: nobody else would lose their daemon.
       replaceable: () => this.peers.size <= 1 && this.runtime.runningTurns().length === 0,
       log: this.log,

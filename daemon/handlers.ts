@@ -5,6 +5,8 @@ import type { DaemonStatus } from '../protocol/index.js';
 import type { Runtime } from '../runtime/index.js';
 import type { LeaseHost } from './lease-host.js';
 import type { Peer } from './peer.js';
+import type { Capabilities } from './capabilities.js';
+import { withoutExperimentalFields } from './event-bodies.js';
 import type { Handlers } from './router.js';
 import type { SubscriptionHub } from './subscriptions.js';
 import type { TurnOwners } from './turn-owners.js';
@@ -16,6 +18,8 @@ export interface HandlerDeps {
   turnOwners: TurnOwners;
   now: () => number;
   status(): Promise<DaemonStatus>;
+  /** What this connection can use, each engine's availability checked now (capabilities.ts). */
+  capabilities(peer: Peer): Promise<Capabilities>;
   /**
    * Begins a stop once the answer has gone out; returns how many other clients are attached (they
    * are told why with daemon/shuttingDown).
@@ -29,6 +33,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
   return {
     ping: () => ({ now: d.now() }),
     'daemon/status': () => d.status(),
+    'daemon/capabilities': (_p, peer) => d.capabilities(peer),
     'daemon/shutdown': (p, peer) => ({
       connections: d.requestStop(p.restart === true, p.reason ?? 'requested by a client', peer),
     }),
@@ -37,9 +42,9 @@ export function createHandlers(d: HandlerDeps): Handlers {
       const page = await rt.listSessions(p);
       return { ...page, sessions: page.sessions.map(shown) };
     },
-    'session/read': async (p) => {
+    'session/read': async (p, peer) => {
       const r = await rt.readSession(p.sessionId, p);
-      return { ...r, session: shown(r.session) };
+      return { ...r, session: shown(r.session), events: peer.experimentalApi ? r.events : withoutExperimentalFields(r.events) };
     },
     'session/subscribe': (p, peer) => {
       const opts: { screen?: boolean; historyLines?: number } = {};

@@ -14,14 +14,15 @@ import { encodeFrame } from '../ipc/index.js';
 import { ASTRA_VERSION, tokensEqual } from '../discovery/index.js';
 import type { Logger } from './logger.js';
 import type { Peer } from './peer.js';
+import type { Capabilities } from './capabilities.js';
 
 export interface HandshakeContext {
   instanceId: string;
   token: string;
   startedAt: number;
   maxInputChars: number;
-  /** The methods listed in the initialize result. */
-  methods: string[];
+  /** What this connection can use (capabilities.ts), after the handshake set its experimentalApi. */
+  capabilities(peer: Peer): Promise<Capabilities>;
   /** No other client and no running turn: a client of another version may replace this daemon (docs/operations.md). */
   replaceable(): boolean;
   log: Logger;
@@ -29,7 +30,7 @@ export interface HandshakeContext {
 
 export type InitializeResult = Infer<typeof initializeResultSchema>;
 
-export function handshake(ctx: HandshakeContext, peer: Peer, method: string, params: unknown): InitializeResult {
+export async function handshake(ctx: HandshakeContext, peer: Peer, method: string, params: unknown): Promise<InitializeResult> {
   const fail = (err: AstraError): never => {
     ctx.log.info({ connectionId: peer.id, reason: err.reason }, 'handshake refused');
     setImmediate(() => peer.conn.close(err));
@@ -66,6 +67,7 @@ export function handshake(ctx: HandshakeContext, peer: Peer, method: string, par
   if (p.clientInfo.pid !== undefined && p.clientInfo.pid !== null) peer.info.pid = p.clientInfo.pid;
   for (const m of p.capabilities?.optOutNotificationMethods ?? []) peer.mutedNotifications.add(m);
   peer.batchEvents = p.capabilities?.batchEvents === true;
+  peer.experimentalApi = p.capabilities?.experimentalApi === true;
   ctx.log.info({ connectionId: peer.id, client: peer.info.name, clientVersion: peer.info.version }, 'client connected');
   return {
     instanceId: ctx.instanceId,
@@ -73,7 +75,7 @@ export function handshake(ctx: HandshakeContext, peer: Peer, method: string, par
     protocolVersion: PROTOCOL_VERSION,
     daemon: { version: ASTRA_VERSION, pid: process.pid, startedAt: ctx.startedAt },
     limits: { maxRequestBytes: LIMITS.maxRequestBytes, maxFrameBytes: LIMITS.maxFrameBytes, maxInputChars: ctx.maxInputChars },
-    methods: ctx.methods,
+    ...(await ctx.capabilities(peer)),
   };
 }
 

@@ -23,6 +23,8 @@ export class Peer {
   readonly mutedNotifications = new Set<string>();
   /** The client set capabilities.batchEvents: it reads `session/events`. */
   batchEvents = false;
+  /** The client set capabilities.experimentalApi: experimental methods and event fields are open to it. */
+  experimentalApi = false;
 
   constructor(id: string, conn: Connection, now: number) {
     this.id = id;

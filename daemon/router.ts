@@ -5,6 +5,7 @@ import {
   AstraError,
   METHODS,
   checkRequestParams,
+  isExperimentalMethod,
   isMethodName,
   type MethodName,
   type ParamsOf,
@@ -29,6 +30,8 @@ export function createRouter(handlers: Handlers, hooks: RouterHooks) {
       if (method === 'initialize') throw new AstraError('already_initialized', 'this connection is already initialized');
       throw new AstraError('method_not_found', `unknown method "${method}"; this daemon serves: ${Object.keys(handlers).join(', ')}`);
     }
+    if (isExperimentalMethod(method) && !peer.experimentalApi)
+      throw new AstraError('experimental_not_enabled', `${method} is experimental: send capabilities.experimentalApi: true in initialize to use it`, { method });
     const p = (params ?? {}) as Record<string, unknown>;
     checkRequestParams(method, p);
     const { policy } = METHODS[method];
@@ -41,7 +44,7 @@ export function createRouter(handlers: Handlers, hooks: RouterHooks) {
   };
 }
 
-/** The methods this daemon serves, as listed in the initialize result. */
+/** The methods this daemon serves; the initialize result lists those a connection may call (capabilities.ts). */
 export function servedMethods(handlers: Handlers): string[] {
   return ['initialize', ...Object.keys(handlers)];
 }

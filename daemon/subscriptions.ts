@@ -40,7 +40,7 @@ import { AstraError } from '../protocol/index.js';
 import { arrayHeader, sessionWire, type SessionWire } from '../ipc/index.js';
 import type { FeedNotice, FeedSubscribeOptions, Runtime, ScreenCapture, StoredEvent, SubscriptionHandle } from '../runtime/index.js';
 import type { Peer } from './peer.js';
-import { CompactCompletions, countText } from './text-from-deltas.js';
+import { EventBodies, countText } from './event-bodies.js';
 import { holdsDelta, spreadOffset } from './spread.js';
 import { DAEMON_BOUNDS, marks, type Marks } from '../flow/index.js';
 
@@ -112,7 +112,7 @@ export class SubscriptionHub {
   private readonly withPending = new Set<Subscription>();
   private batchFlushScheduled = false;
   private readonly flushAllBound = () => this.flushAll();
-  private readonly compact = new CompactCompletions();
+  private readonly bodies = new EventBodies();
 
   /** The spread's clock, ms (performance.now unless a test drives it). */
   private readonly now: () => number;
@@ -293,7 +293,7 @@ export class SubscriptionHub {
     if (conn.closed) return;
     // The body without its map header (one view per event, shared by every subscriber), and a
     // large output's bytes, kept apart from their head.
-    const compact = sub.deltaChars ? this.compact.tailFor(sub.deltaChars, event) : undefined;
+    const compact = this.bodies.tailFor(event, sub.deltaChars, sub.peer.experimentalApi);
     const tail = compact ?? event.tail;
     const extra = compact ? undefined : event.extra;
     const length = extra ? tail.length + extra.length : tail.length;

@@ -10,8 +10,8 @@
 // was denied or expired (in which case nothing ran, and turn.completed's `reason` says 'denied: …').
 import * as fs from 'node:fs';
 import { isAstraError } from '../protocol/index.js';
-import type { Engine, EngineContext, EngineResult } from '../runtime/engine.js';
-import { startPtyCommand, type PtyCommand } from '../pty/pty-command.js';
+import type { Engine, EngineAvailability, EngineContext, EngineResult } from '../runtime/engine.js';
+import { loadNodePty, startPtyCommand, type PtyCommand } from '../pty/pty-command.js';
 
 /** 'auto': a pseudo-terminal where one can be had, else pipes; 'pipes': always pipes. */
 export type TerminalMode = 'auto' | 'pipes';
@@ -34,6 +34,7 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
   const mode = opts.terminal ?? 'auto';
   return {
     events: ['command.started', 'command.output', 'command.completed'],
+    availability: async () => terminalAvailability(mode),
     async runTurn(ctx: EngineContext): Promise<EngineResult> {
       const command = ctx.input.text;
       if (ctx.approvalPolicy === 'ask') {
@@ -51,6 +52,18 @@ export function createShellEngine(opts: ShellEngineOptions = {}): Engine {
       return runShellCommandAsTurn(ctx, { shell, command, cwd: ctx.cwd, killGraceMs, terminal: mode });
     },
   };
+}
+
+/** Where a shell session's commands run (Engine.availability): always available, on pipes when no pseudo-terminal can be had. */
+export function terminalAvailability(mode: TerminalMode): EngineAvailability {
+  if (mode === 'pipes') return { available: true, terminal: 'pipes', reason: 'the daemon is set to run commands on pipes (ASTRA_TERMINAL=pipes)' };
+  if (process.platform !== 'win32' && !fs.existsSync('/dev/ptmx')) return { available: true, terminal: 'pipes', reason: 'no pseudo-terminal on this machine (no /dev/ptmx): commands run on pipes' };
+  try {
+    loadNodePty();
+    return { available: true, terminal: 'pty' };
+  } catch (e) {
+    return { available: true, terminal: 'pipes', reason: `no pseudo-terminal on this machine (@lydell/node-pty: ${(e as Error).message.split('\n')[0]}): commands run on pipes` };
+  }
 }
 
 /** A shell turn's result from its one command. */

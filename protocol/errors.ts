@@ -40,6 +40,8 @@ export const ERRORS = {
   journal_corrupt: { code: -33031, summary: 'A journal on disk could not be read.' },
   disk_full: { code: -33032, summary: 'The disk holding Astra\'s data is full (data.path names it); free space and retry. Nothing acknowledged was lost.' },
   approval_expired: { code: -33033, summary: 'The approval expired, or the answer named an old revision; it was (or will be) resolved as denied. Answer the current request.' },
+  engine_unavailable: { code: -33034, summary: 'The engine cannot run sessions now (data.engine; the message says why and what to do); initialize lists each engine\'s availability.' },
+  experimental_not_enabled: { code: -33035, summary: 'The method is experimental: send capabilities.experimentalApi: true in initialize to use it.' },
   unsafe_runtime_dir: { code: -33040, summary: 'The runtime directory is a symlink, owned by another user, or open to others.', local: true },
   socket_path_too_long: { code: -33041, summary: 'The socket path exceeds 103 bytes; set ASTRA_HOME to a shorter directory.', local: true },
   invalid_record: { code: -33042, summary: 'The discovery record daemon.json is malformed.', local: true },

@@ -5,4 +5,5 @@ export * from './errors.js';
 export * from './schema.js';
 export * from './types.js';
 export * from './methods.js';
+export * from './capabilities.js';
 export * from './messages.js';

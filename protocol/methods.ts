@@ -39,6 +39,8 @@ export interface MethodSpec<P, R> {
   readonly result: Schema<R>;
   readonly policy: Policy;
   readonly summary: string;
+  /** Served only to a connection that said `capabilities.experimentalApi: true` (else experimental_not_enabled). */
+  readonly experimental?: true;
 }
 
 function method<P, R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
@@ -65,6 +67,7 @@ export const limitsSchema = obj({ maxRequestBytes: int(), maxFrameBytes: int(), 
 
 export { connectionStatusSchema, sessionStatusSchema, daemonStatusSchema, type DaemonStatus } from './status.js';
 import { daemonStatusSchema } from './status.js';
+import { capabilitiesShape } from './capabilities.js';
 
 export const initializeParamsSchema = obj({
   protocolVersion: int(),
@@ -76,6 +79,8 @@ export const initializeParamsSchema = obj({
       optOutNotificationMethods: opt(arr(str(), { maxItems: 64 })),
       /** The client reads `session/events` (several events per frame when it is behind). */
       batchEvents: opt(bool()),
+      /** The client takes the experimental surface: the methods marked `experimental` and EXPERIMENTAL_EVENT_FIELDS. */
+      experimentalApi: opt(bool()),
     }),
   ),
 });
@@ -86,8 +91,13 @@ export const initializeResultSchema = obj({
   protocolVersion: int(),
   daemon: obj({ version: str(), pid: int(), startedAt: timestamp() }),
   limits: limitsSchema,
+  /** The methods this connection may call (an experimental one only with experimentalApi). */
   methods: arr(str()),
+  ...capabilitiesShape,
 });
+
+/** What `daemon/capabilities` answers: the initialize result's capabilities, checked again now. */
+export const daemonCapabilitiesSchema = obj({ methods: arr(str()), ...capabilitiesShape });
 
 /** Client → daemon requests. */
 export const METHODS = {
@@ -108,6 +118,13 @@ export const METHODS = {
     params: obj({}),
     result: daemonStatusSchema,
     policy: READ,
+  }),
+  'daemon/capabilities': method({
+    summary: 'Experimental: what initialize said this connection can use, with each engine\'s availability checked again now.',
+    params: obj({}),
+    result: daemonCapabilitiesSchema,
+    policy: READ,
+    experimental: true,
   }),
   'daemon/shutdown': method({
     summary: 'Shut the daemon down cleanly; clients are told with daemon/shuttingDown.',
@@ -280,6 +297,11 @@ export const METHOD_NAMES = Object.keys(METHODS) as MethodName[];
 
 export function isMethodName(name: string): name is MethodName {
   return Object.prototype.hasOwnProperty.call(METHODS, name);
+}
+
+/** Whether a method is served only to connections that opted in to the experimental surface. */
+export function isExperimentalMethod(name: MethodName): boolean {
+  return (METHODS[name] as MethodSpec<unknown, unknown>).experimental === true;
 }
 
 /** Daemon → client requests that the client must answer. */

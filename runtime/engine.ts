@@ -141,6 +141,22 @@ export interface Engine {
    * (what it learned, e.g. an agent's own session id). Absent: nothing is done at create.
    */
   prepare?(options: object | undefined, session: { cwd: string }): Promise<object | undefined>;
+  /**
+   * Whether the engine can run a session now. Called without options for the initialize result and
+   * `daemon/capabilities` (the daemon's defaults), and at session/create with parseOptions' result,
+   * before prepare and before anything is journaled: `available: false` refuses the create with
+   * AstraError('engine_unavailable') carrying `reason`. Must settle within a few seconds (bound any
+   * probe; cache what is costly). Absent: always available.
+   */
+  availability?(options?: object): Promise<EngineAvailability>;
+}
+
+/** Engine.availability's answer: `reason` says why not, or how an available engine runs degraded. */
+export interface EngineAvailability {
+  available: boolean;
+  reason?: string;
+  /** Where its commands run: a pseudo-terminal or pipes (engines that run commands). */
+  terminal?: 'pty' | 'pipes';
 }
 
 export interface ApprovalRequest {

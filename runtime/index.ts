@@ -4,7 +4,7 @@ export { Runtime, type RuntimeOptions, type CreateSessionParams, type RuntimeEve
 export type { RuntimeLogger } from './logger.js';
 export type { ApprovalSettled } from './approvals.js';
 export { silentLogger } from './logger.js';
-export type { Engine, EngineContext, EngineResult, EngineEvent, EngineEventType, RecordedEvent, CommandTerminal, ApprovalRequest } from './engine.js';
+export type { Engine, EngineAvailability, EngineContext, EngineResult, EngineEvent, EngineEventType, RecordedEvent, CommandTerminal, ApprovalRequest } from './engine.js';
 export { ENGINE_EVENT_TYPES, RUNTIME_EVENT_TYPES } from './engine.js';
 export {
   SessionJournal,

@@ -155,10 +155,13 @@ export class Runtime {
       approvalTimeoutMs: p.approvalTimeoutMs ?? undefined,
     } as const;
     const key = p.idempotencyKey;
-    // The engine's prepare runs only for a create that will happen (not for a key's repeat).
-    const prepare = this.engineOf(engine)!.prepare;
-    const create = async (idem: { key: string; fingerprint: string } | undefined) =>
-      this.doCreate(prepare ? { ...params, engineOptions: await prepare.call(this.engineOf(engine), engineOptions, { cwd }) } : params, idem);
+    // The engine's availability and prepare run only for a create that will happen (not for a key's repeat).
+    const eng = this.engineOf(engine)!;
+    const create = async (idem: { key: string; fingerprint: string } | undefined) => {
+      const a = await eng.availability?.(engineOptions);
+      if (a?.available === false) throw new AstraError('engine_unavailable', `The ${engine} engine cannot run a session now: ${a.reason ?? 'it says it is unavailable'}`, { engine });
+      return this.doCreate(eng.prepare ? { ...params, engineOptions: await eng.prepare.call(eng, engineOptions, { cwd }) } : params, idem);
+    };
     if (key === undefined) return create(undefined);
     const fp = fingerprint({ m: 'session/create', title: p.title, cwd: params.cwd, engine, approvalPolicy: p.approvalPolicy, onControllerLost: p.onControllerLost, engineOptions: p.engineOptions, approvalTimeoutMs: p.approvalTimeoutMs });
     const conflict = () => new AstraError('idempotency_conflict', `Idempotency key ${key} was used to create a session with different params.`, { idempotencyKey: key });

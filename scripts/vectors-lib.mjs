@@ -150,7 +150,7 @@ export function buildVectors(p, ipc) {
       capabilities: { optOutNotificationMethods: [] },
     },
   }, { method: 'initialize' });
-  add('response-initialize', 'The handshake result: real limits of this connection, the methods served.', D2C, 'response', {
+  add('response-initialize', 'The handshake result: real limits of this connection, the methods it may call (no experimental one without experimentalApi), the engines and their availability.', D2C, 'response', {
     id: 1,
     result: {
       instanceId: INSTANCE_ID,
@@ -158,7 +158,17 @@ export function buildVectors(p, ipc) {
       protocolVersion: p.PROTOCOL_VERSION,
       daemon: { version: '0.1.0', pid: 31337, startedAt: T0 },
       limits: { maxRequestBytes: p.LIMITS.maxRequestBytes, maxFrameBytes: p.LIMITS.maxFrameBytes, maxInputChars: p.LIMITS.maxInputChars },
-      methods: [...p.METHOD_NAMES],
+      methods: p.METHOD_NAMES.filter((m) => !p.isExperimentalMethod(m)),
+      engines: [
+        { name: 'shell', available: true, terminal: 'pty' },
+        { name: 'synthetic', available: true },
+        { name: 'chat', available: false, reason: 'not configured: no model server and model are set for the daemon (ASTRA_CHAT_MODEL=<model> [ASTRA_CHAT_BASE_URL=<url>] astra daemon restart), so each session must name its model (engineOptions.model, astra chat --model)' },
+        { name: 'acp', available: true },
+      ],
+      userAgent: 'astra/0.1.0 (node 20.18.0; linux x64)',
+      home: '/home/ada/.astra-test',
+      platform: 'linux',
+      experimentalApi: false,
     },
   }, { method: 'initialize' });
   add('notification-initialized', 'Sent after the initialize result; params absent.', C2D, 'notification', { method: 'initialized' }, { method: 'initialized' });

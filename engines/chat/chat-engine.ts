@@ -12,6 +12,7 @@ import { SHELL_TOOL_NAME, type ChatEventData, type ChatEventType, type ChatMessa
 import { DeltaPacer } from './delta-pacer.js';
 import { ModelCancelledError, ModelError, streamChatCompletion } from './model-stream.js';
 import { CHAT_CONFIG_DEFAULTS, parseChatOptions, type ChatEngineConfig } from './options.js';
+import { chatAvailability } from './availability.js';
 import { formatToolOutput } from './tool-output.js';
 import { runToolCommand } from './tool-command.js';
 import { DEFAULT_SYSTEM_PROMPT, TRANSCRIPT_EVENT_TYPES, buildTranscript, interruptedToolResult, unansweredToolCalls } from './transcript.js';
@@ -49,6 +50,7 @@ export function createChatEngine(config: Partial<ChatEngineConfig> = {}, env: Re
   const cfg: ChatEngineConfig = { ...CHAT_CONFIG_DEFAULTS, ...config };
   return {
     parseOptions: (raw) => parseChatOptions(raw, env),
+    availability: chatAvailability(env, { proxied: cfg.proxy !== undefined }),
     events: ['message.delta', 'message.completed', 'tool.call', 'tool.result', 'usage', 'error', 'command.started', 'command.output', 'command.completed'],
     history: TRANSCRIPT_EVENT_TYPES,
     // Every tool call gets its result before the turn ends, so the next model request is valid; the

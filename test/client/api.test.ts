@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AstraClient, type ClientMethodName } from '../../client/index.js';
-import { AstraError, METHOD_NAMES, type SessionEvent } from '../../protocol/index.js';
+import { AstraError, METHOD_NAMES, isExperimentalMethod, type SessionEvent } from '../../protocol/index.js';
 import { ROOT } from '../helpers/processes.js';
 import { testHome, waitFor } from './helpers.js';
 
@@ -44,9 +44,11 @@ async function collectUntil(sub: AsyncIterable<SessionEvent>, stop: (e: SessionE
 }
 
 describe('the API derived from the method table', () => {
-  it('offers every method of METHODS as client.call and as a namespaced accessor, and the daemon serves each', async () => {
+  it('offers every method of METHODS as client.call and as a namespaced accessor, and the daemon serves each (the experimental ones to a client that took them)', async () => {
     const t = testHome();
-    const client = await t.client();
+    const plain = await t.client();
+    expect([...plain.serverInfo.methods].sort()).toEqual(['initialize', ...CLIENT_METHODS.filter((m) => !isExperimentalMethod(m))].sort());
+    const client = await t.client({ experimentalApi: true });
     const called: string[] = [];
     // The accessors go through client.call; record what each one calls.
     Object.defineProperty(client, 'call', { value: async (m: string) => void called.push(m) });

@@ -204,3 +204,43 @@ describe('an engine that prepares at session/create', () => {
     expect(calls).toHaveLength(3); // n: 4, n: 0, and the keyed one once
   });
 });
+
+describe('an engine that says whether it is available', () => {
+  it('is asked at session/create with its parsed options, before prepare: unavailable refuses with engine_unavailable and creates nothing; a keyed repeat is not asked again', async () => {
+    const { open, dataDir } = await setup();
+    const asked: unknown[] = [];
+    let prepared = 0;
+    let up = false;
+    const gated: Engine = {
+      parseOptions: (raw) => ({ n: Number(raw?.n ?? 1) }),
+      async availability(options) {
+        asked.push(options);
+        return up ? { available: true } : { available: false, reason: 'the gate is closed' };
+      },
+      async prepare(options) {
+        prepared++;
+        return options;
+      },
+      async runTurn() {
+        return { status: 'completed' };
+      },
+    };
+    const { rt } = await open({ gated });
+    cleanups.push(() => rt.close());
+    const refused = await rt.createSession({ cwd: dataDir, engineOptions: { n: 3 } }).catch((e: AstraError) => e);
+    expect(refused).toMatchObject({ reason: 'engine_unavailable', data: { engine: 'gated' } });
+    expect((refused as AstraError).message).toContain('the gate is closed');
+    expect(asked).toEqual([{ n: 3 }]);
+    expect(prepared).toBe(0);
+    expect((await rt.listSessions()).sessions).toEqual([]);
+    expect(fs.existsSync(path.join(dataDir, 'sessions')) ? fs.readdirSync(path.join(dataDir, 'sessions')) : []).toEqual([]);
+
+    up = true;
+    const s = await rt.createSession({ cwd: dataDir, idempotencyKey: 'c1' });
+    up = false;
+    const again = await rt.createSession({ cwd: dataDir, idempotencyKey: 'c1' });
+    expect(again.id).toBe(s.id);
+    expect(asked).toHaveLength(2);
+    expect(prepared).toBe(1);
+  });
+});

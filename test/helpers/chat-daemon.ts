@@ -9,15 +9,15 @@ export async function startChatDaemon(baseUrl: string, extraEnv: Record<string, 
   return startDriverDaemon({ ASTRA_CHAT_BASE_URL: baseUrl, ...extraEnv }, homes, drivers);
 }
 
-/** A real daemon started with `astra daemon start` in a fresh home with `extraEnv`, and a maker of driver processes on it. */
-export async function startDriverDaemon(extraEnv: Record<string, string>, homes: string[], drivers: Driver[]) {
+/** A real daemon started with `astra daemon start` in a fresh home with `extraEnv`, and a maker of driver processes on it (with `driverEnv` added to theirs). */
+export async function startDriverDaemon(extraEnv: Record<string, string>, homes: string[], drivers: Driver[], driverEnv?: Record<string, string>) {
   const home = makeHome();
   homes.push(home);
   const env = envFor(home, extraEnv);
   const r = await runCli(['daemon', 'start'], env);
   expect(r.code, r.stderr).toBe(0);
   const driver = async (name: string) => {
-    const d = new Driver(env, name);
+    const d = new Driver(env, name, driverEnv);
     drivers.push(d);
     return d.ready();
   };

@@ -13,6 +13,8 @@ export class Driver {
   connectionId = '';
   daemonPid = 0;
   instanceId = '';
+  /** The initialize result (ready()). */
+  init: Line = {};
   private nextId = 1;
   private waiters: { pred: (l: Line) => boolean; resolve: (l: Line) => void; from: number }[] = [];
   private buf = '';
@@ -53,6 +55,7 @@ export class Driver {
     this.connectionId = l.connectionId;
     this.daemonPid = l.daemonPid;
     this.instanceId = l.instanceId;
+    this.init = l.init ?? {};
     return this;
   }
 

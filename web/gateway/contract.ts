@@ -10,6 +10,7 @@ import {
   EVENT_TYPES,
   arr,
   bool,
+  engineCapabilitySchema,
   int,
   obj,
   oneOf,
@@ -106,6 +107,11 @@ export const ROUTES = {
       limits: obj({ streamsPerTab: int({ min: 1 }), tabsPerBrowser: int({ min: 1 }) }),
       eventTypes: arr(str()),
       streamEvents: arr(str()),
+      // What the daemon said when this tab's connection was made (its initialize result).
+      engines: arr(engineCapabilitySchema),
+      userAgent: str(),
+      home: str(),
+      platform: str(),
     }),
   },
   'GET /v1/sessions': {

@@ -89,16 +89,23 @@ const handlers: Handlers = {
     const client = await tab.daemon();
     return { clientId: client.connectionId, clientName: tab.clientName, tabId: tab.tabId, browser: tab.grant.id, readOnly: tab.readOnly };
   },
-  'GET /v1/capabilities': async ({ tab, stream, version, tabs }) => ({
-    version,
-    readOnly: tab.readOnly,
-    outputEncoding: 'base64',
-    heartbeatMs: stream.heartbeatMs,
-    maxBodyBytes: MAX_BODY_BYTES,
-    limits: { streamsPerTab: tabs.limits.streamsPerTab, tabsPerBrowser: tabs.limits.tabsPerBrowser },
-    eventTypes: EVENT_TYPES,
-    streamEvents: Object.keys(STREAM_EVENTS),
-  }),
+  'GET /v1/capabilities': async ({ tab, stream, version, tabs }) => {
+    const daemon = (await tab.daemon()).serverInfo;
+    return {
+      version,
+      readOnly: tab.readOnly,
+      outputEncoding: 'base64',
+      heartbeatMs: stream.heartbeatMs,
+      maxBodyBytes: MAX_BODY_BYTES,
+      limits: { streamsPerTab: tabs.limits.streamsPerTab, tabsPerBrowser: tabs.limits.tabsPerBrowser },
+      eventTypes: EVENT_TYPES,
+      streamEvents: Object.keys(STREAM_EVENTS),
+      engines: daemon.engines ?? [],
+      userAgent: daemon.userAgent ?? `astra/${daemon.daemon.version}`,
+      home: daemon.home ?? '',
+      platform: daemon.platform ?? '',
+    };
+  },
   'GET /v1/sessions': async ({ tab, url, stream }) => {
     const client = await tab.daemon();
     const limit = intParam(url, 'limit', 1, 1000) ?? 100;

@@ -18,8 +18,9 @@ afterEach(async () => {
   await Promise.all(homes.splice(0).map((h) => cleanupHome(h)));
 });
 
+// These tests read acp.update's `update`, an experimental field (protocol/capabilities.ts): their drivers opt in.
 const setup = (extra: Record<string, string> = {}) =>
-  startDriverDaemon({ ASTRA_ACP_CANCEL_GRACE_MS: '1500', ASTRA_ACP_START_TIMEOUT_MS: '15000', ...extra }, homes, drivers);
+  startDriverDaemon({ ASTRA_ACP_CANCEL_GRACE_MS: '1500', ASTRA_ACP_START_TIMEOUT_MS: '15000', ...extra }, homes, drivers, { DRIVER_EXPERIMENTAL: '1' });
 
 const ofType = (events: Line[], type: string) => events.filter((e) => e.type === type);
 const turnEnd = (d: Driver, turnId: string) => d.next((l) => l.note === 'session/event' && l.params.type === 'turn.completed' && l.params.data.turnId === turnId, 20_000);

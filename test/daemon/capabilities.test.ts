@@ -3,11 +3,10 @@
 // journaled, and the experimental surface (daemon/capabilities, acp.update's `update`) only for a
 // client that said experimentalApi: true.
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
-import { cleanupHome, envFor, jsonLines, makeHome, ROOT, runCli, startNode } from '../helpers/processes.js';
+import { cleanupHome, closedPort, envFor, jsonLines, makeHome, ROOT, runCli, startNode } from '../helpers/processes.js';
 import { pair, request, startWeb, stopAllWebs } from '../web/gateway-helpers.js';
 
 const AGENT = path.join(ROOT, 'test', 'engines', 'acp', 'fixtures', 'fake-agent.mjs');
@@ -42,13 +41,6 @@ async function driver(env: NodeJS.ProcessEnv, name: string, experimental = false
   return d.ready();
 }
 
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 const sessionDirs = (home: string) => {
   const dir = path.join(home, 'data', 'sessions');

@@ -3,13 +3,12 @@
 // reaches through ASTRA_CHAT_BASE_URL and that records what it was sent.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Driver, type Line } from '../helpers/driver.js';
 import { startChatDaemon } from '../helpers/chat-daemon.js';
 import { startModelServerProcess } from '../helpers/model-server-process.js';
-import { cleanupHome, isAlive, runCli, waitFor } from '../helpers/processes.js';
+import { cleanupHome, closedPort, isAlive, runCli, waitFor } from '../helpers/processes.js';
 const KEY = 'sk-test-9f8e7d6c5b4a-never-written';
 
 const homes: string[] = [];
@@ -35,14 +34,6 @@ async function startTurn(d: Driver, sessionId: string, text: string, key: string
   return turnId as string;
 }
 
-/** A port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe('the chat engine through the daemon', () => {
   it('a controller approves the model\'s shell call while an observer watches; the result goes back, the model answers, and the second turn\'s request carries the first', async () => {

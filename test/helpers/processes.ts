@@ -2,6 +2,7 @@
 // and cleanup that kills exactly the processes started for that home, by pid.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -230,4 +231,13 @@ export function useTempHomes(prefix = 'ah'): () => string {
     homes.push(h);
     return h;
   };
+}
+
+/** A port nothing listens on (bound, then closed). */
+export async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }
